@@ -1,0 +1,65 @@
+# CUSTOM events that the projection emits, and their reassembly.
+#
+# Every CUSTOM value is an object with the source correlation (thread_id,
+# run_id, sequence, occurred_at). An ordinary one adds "payload" (the source
+# payload's wire JSON) and, for input text, "chunk" {index, count}. A value
+# whose compact JSON would exceed CUSTOM_MAX_CHARS is instead sent as several
+# events of the same name, each with "fragment" {index, count} and "data", a
+# slice of the original value's JSON text. ``assemble_custom`` joins them.
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ag_ui.core import BaseEvent, CustomEvent
+
+from . import _json
+
+__all__ = ["assemble_custom", "is_fragment"]
+
+
+def is_fragment(event: Any) -> bool:
+    """Whether ``event`` is one fragment of an oversized harness CUSTOM event."""
+    return (
+        isinstance(event, CustomEvent)
+        and event.name.startswith("harness.")
+        and isinstance(event.value, dict)
+        and isinstance(event.value.get("fragment"), dict)
+        and isinstance(event.value.get("data"), str)
+    )
+
+
+def assemble_custom(events: Iterable[BaseEvent]) -> Iterator[BaseEvent]:
+    """Yield ``events`` with every run of CUSTOM fragments joined back into
+    the one CUSTOM event they were cut from (same name, timestamp and value).
+
+    Raises ValueError for fragments that are out of order, incomplete, or
+    interleaved with another event.
+    """
+    pending: list[CustomEvent] = []
+    for event in events:
+        if is_fragment(event):
+            assert isinstance(event, CustomEvent)
+            pending.append(event)
+            count = event.value["fragment"]["count"]
+            if len(pending) == count:
+                yield _join(pending)
+                pending = []
+            continue
+        if pending:
+            raise ValueError(f"incomplete fragments of CUSTOM {pending[0].name!r} before a {event.type.value} event")
+        yield event
+    if pending:
+        raise ValueError(f"incomplete fragments of CUSTOM {pending[0].name!r} at the end of the events")
+
+
+def _join(fragments: list[CustomEvent]) -> CustomEvent:
+    first = fragments[0]
+    key = {k: first.value.get(k) for k in ("run_id", "sequence")}
+    for i, f in enumerate(fragments):
+        meta = f.value["fragment"]
+        if f.name != first.name or meta.get("index") != i or {k: f.value.get(k) for k in key} != key:
+            raise ValueError(f"CUSTOM fragment {i} of {first.name!r} is out of order or from another item")
+    value = _json.loads("".join(f.value["data"] for f in fragments))
+    return CustomEvent(name=first.name, value=value, timestamp=first.timestamp)

@@ -1,0 +1,97 @@
+# The processor contract (SPEC section 6).
+#
+# A processor sees each AG-UI event built from a record and answers with an
+# event or None. A replacement must be of the same class and keep every field
+# except the kind's one content field; anything else is reported as an
+# AguiObservationError naming the event and the field. The accepted event is
+# captured back into a record at once (strings kept, JSON turned into text),
+# so nothing the processor holds on to can reach the projection later.
+#
+# A content delta that the processor empties is dropped like a None answer:
+# an empty delta carries nothing and AG-UI clients warn about it.
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ag_ui.core import BaseEvent
+
+from . import _json
+from ._events import RUN_FINISHED, TOOL_RESULT, Kind, Record
+from .errors import AguiObservationError
+
+__all__ = ["apply_processor", "capture"]
+
+
+def apply_processor(processor: Callable[[Any, BaseEvent], BaseEvent | None], item: Any,
+                    records: list[Record]) -> list[Record]:
+    """The records that remain after ``processor`` saw each one's event."""
+    out = []
+    for record in records:
+        result = processor(item, record[0].build(record))
+        if result is not None:
+            kept = capture(record, result, item.sequence)
+            if kept is not None:
+                out.append(kept)
+    return out
+
+
+def capture(record: Record, event: Any, sequence: int | None = None) -> Record | None:
+    """The record of a processor's answer ``event`` to ``record``.
+
+    Raises AguiObservationError if ``event`` changes the type or any field
+    other than the content field, or gives the content field a value of the
+    wrong type. Returns None for an emptied content delta.
+    """
+    kind: Kind = record[0]
+    if type(event) is not kind.cls:
+        raise AguiObservationError(
+            f"processor changed a {kind.name} event into {type(event).__name__}; it may only return the same "
+            f"event class or None",
+            sequence=sequence,
+        )
+    expected = kind.build(record)
+    for name in ("timestamp",) + kind.fields:
+        if name != kind.content and getattr(event, name) != getattr(expected, name):
+            raise _structural(kind, name, getattr(expected, name), getattr(event, name), sequence)
+    for name, default in kind.unset:
+        if getattr(event, name) != default:
+            raise _structural(kind, name, default, getattr(event, name), sequence)
+    if event.__pydantic_extra__:
+        raise AguiObservationError(
+            f"processor added fields {sorted(event.__pydantic_extra__)} to a {kind.name} event", sequence=sequence
+        )
+    if kind.content is None:
+        return record
+
+    content = getattr(event, kind.content)
+    at = kind.content_at
+    assert at is not None
+    if kind is RUN_FINISHED:
+        try:
+            value = None if content is None else _json.dumps(content)
+        except (TypeError, ValueError) as e:
+            raise AguiObservationError(f"processor gave RUN_FINISHED a result that is not JSON: {e}",
+                                       sequence=sequence) from None
+    else:
+        if not isinstance(content, str):
+            allowed = "str" if kind is not TOOL_RESULT else "str (text or compact JSON)"
+            raise AguiObservationError(
+                f"processor set {kind.name}.{kind.content} to {type(content).__name__}; it must be {allowed}",
+                sequence=sequence,
+            )
+        if content == "" and kind.content == "delta":
+            return None
+        value = content
+    if value == record[at]:
+        return record
+    return record[:at] + (value,) + record[at + 1:]
+
+
+def _structural(kind: Kind, name: str, before: Any, after: Any, sequence: int | None) -> AguiObservationError:
+    return AguiObservationError(
+        f"processor changed structural field {kind.name}.{name} from {before!r:.80} to {after!r:.80}; "
+        f"only {kind.content or 'no field'} may change",
+        sequence=sequence,
+    )

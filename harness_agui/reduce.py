@@ -1,0 +1,530 @@
+# Theory of operation
+# -------------------
+# ``advance(state, item, processor)`` is the one transition of the library.
+# It checks the item against the history (type, correlation, ordering,
+# terminal), converts it into AG-UI records, lets the optional processor
+# rewrite or drop them, and returns a new ProjectionState with the records
+# appended. It never mutates its inputs and raises before building anything
+# when the item is unacceptable, so a caller that simply does not keep the
+# result on error needs no clean-up. ``reduce`` is the public face of the
+# same transition: it also builds the new AG-UI events for the caller.
+#
+# Conversion is a single ``match`` on the payload type. Ids and timestamps
+# come only from the item (the part's own id, else
+# ``<run_id>:request-<n>:part-<index>:<kind>``; ``occurred_at`` in epoch
+# milliseconds), so replaying a history gives the same bytes as observing it.
+#
+# Parts: a start opens an ``OpenPart`` at its index, deltas stream content
+# and count what was emitted, the end emits whatever the final part holds
+# beyond that count and closes the message. A tool call's START waits until
+# its name is known; its args text is held back until then. Whole-object args
+# are emitted once, as compact JSON, when the part ends. Parts still open
+# when a new model request starts, or when the terminal item arrives, are
+# closed as if they had ended with what was streamed.
+#
+# Tool calls are tracked by id through open -> ended -> answered. A result
+# for an ended call becomes TOOL_CALL_RESULT; for a call this Run never
+# started (or already answered) it becomes a CUSTOM event, since AG-UI has no
+# valid way to answer an unknown call; for a call whose part is still open
+# it is an error (the Harness runs tools only after the model response).
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ag_ui.core import BaseEvent
+from pyrsistent import PMap
+
+from . import _events as ev
+from . import _json
+from ._events import Record
+from .codec import payload_to_json, result_to_json
+from .errors import AguiObservationError
+from .source import (
+    ExtensionEvent,
+    HarnessEvent,
+    HarnessRunResultEvent,
+    HarnessStreamEvent,
+    InputEvent,
+    ObservationEvent,
+    Part,
+    PartDeltaEvent,
+    PartEndEvent,
+    PartStartEvent,
+    RunResult,
+    TextPart,
+    TextPartDelta,
+    ThinkingPart,
+    ThinkingPartDelta,
+    ToolCallPart,
+    ToolCallPartDelta,
+    ToolResultEvent,
+)
+from .state import CallStatus, OpenPart, ProjectionState
+
+__all__ = ["Processor", "reduce", "advance", "INPUT_CHUNK_CHARS", "CUSTOM_MAX_CHARS", "CUSTOM_FRAGMENT_CHARS"]
+
+Processor = Callable[[HarnessStreamEvent, BaseEvent], "BaseEvent | None"]
+
+INPUT_CHUNK_CHARS = 8192
+"""Input text is carried in CUSTOM events of at most this many characters."""
+
+CUSTOM_MAX_CHARS = 65536
+"""A CUSTOM value whose compact JSON is longer than this is sent in fragments."""
+
+CUSTOM_FRAGMENT_CHARS = 30000
+"""Characters of the original value's JSON text carried by one fragment."""
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
+_KIND_OF_PART = {TextPart: "text", ThinkingPart: "thinking", ToolCallPart: "tool_call"}
+_KIND_OF_DELTA = {TextPartDelta: "text", ThinkingPartDelta: "thinking", ToolCallPartDelta: "tool_call"}
+
+
+def reduce(
+    state: ProjectionState, item: HarnessStreamEvent, *, processor: Processor | None = None
+) -> tuple[ProjectionState, tuple[BaseEvent, ...]]:
+    """Project one source item onto ``state``.
+
+    Returns the new state and the AG-UI events this item produced (fresh
+    objects). Pure: ``state`` and ``item`` are not changed.
+
+    Raises TypeError for an item that is not a Harness stream item and
+    AguiObservationError for an item the history does not allow or a
+    processor that breaks its contract; exceptions from the processor itself
+    propagate. In every case no new state exists.
+    """
+    new = advance(state, item, processor)
+    return new, tuple(ev.build(r) for r in new.events[len(state.events):])
+
+
+def advance(state: ProjectionState, item: HarnessStreamEvent, processor: Processor | None = None) -> ProjectionState:
+    """The new state after ``item``; the events it produced are the records
+    appended to ``state.events``. See ``reduce`` for what it raises."""
+    if not isinstance(item, (HarnessEvent, HarnessRunResultEvent)):
+        raise TypeError(f"expected HarnessEvent or HarnessRunResultEvent, not {type(item).__name__}")
+    seq = item.sequence
+    if state.run_id is not None:
+        if item.thread_id != state.thread_id or item.run_id != state.run_id:
+            raise AguiObservationError(
+                f"item of thread {item.thread_id!r} run {item.run_id!r} on an observer bound to "
+                f"thread {state.thread_id!r} run {state.run_id!r}",
+                sequence=seq,
+            )
+        if state.finished:
+            raise AguiObservationError(
+                f"item after the terminal item (sequence {state.last_sequence}) of run {state.run_id!r}", sequence=seq
+            )
+        if seq <= state.last_sequence:
+            word = "repeated" if seq == state.last_sequence else "decreasing"
+            raise AguiObservationError(
+                f"{word} sequence {seq} after {state.last_sequence} in run {state.run_id!r}", sequence=seq
+            )
+    records: list[Record] = []
+    ts = (item.occurred_at - _EPOCH) // _MS
+    if state.run_id is None:
+        records.append((ev.RUN_STARTED, ts, item.thread_id, item.run_id))
+
+    if isinstance(item, HarnessRunResultEvent):
+        calls = _close_all(state, ts, records)
+        records.extend(_terminal(item, ts))
+        parts, request, parent, finished = (), state.request_index, None, True
+    else:
+        parts, calls, request, parent = _project(state, item, ts, records)
+        finished = False
+
+    if processor is not None and records:
+        from .processor import apply_processor
+
+        records = apply_processor(processor, item, records)
+    return ProjectionState(
+        item.thread_id, item.run_id, seq, finished, request, parent, parts, calls,
+        state.events.extend(records) if records else state.events,
+    )
+
+
+_Cursor = tuple[tuple[OpenPart, ...], PMap, "int | None", "str | None"]
+
+
+def _project(state: ProjectionState, item: HarnessEvent, ts: int, out: list[Record]) -> _Cursor:
+    """Append the records of a non-terminal item to ``out``; return the new
+    (parts, calls, request index, parent message id)."""
+    parts, calls, request, parent = state.parts, state.calls, state.request_index, state.parent_message_id
+    payload = item.event
+    match payload:
+        case PartDeltaEvent(index=index, delta=delta):
+            part = _open_part(parts, index, item)
+            kind = _KIND_OF_DELTA[type(delta)]
+            if kind != part.kind:
+                raise AguiObservationError(
+                    f"part {index} changed kind from {part.kind} to {kind} before its end", sequence=item.sequence
+                )
+            part = _delta(part, delta, ts, parent, out, item.sequence)
+            return _replace(parts, part), calls, request, parent
+
+        case PartStartEvent(index=index, part=source_part):
+            if (open_ := _find(parts, index)) is not None:
+                raise AguiObservationError(
+                    f"part {index} started again before its {open_.kind} part ended", sequence=item.sequence
+                )
+            kind = _KIND_OF_PART[type(source_part)]
+            part, calls, parent = _start(state, index, kind, source_part, item, ts, calls, parent, out)
+            return _replace(parts, part), calls, request, parent
+
+        case PartEndEvent(index=index, part=final):
+            part = _open_part(parts, index, item)
+            _check_same_part(part, final, item.sequence)
+            calls = _close(part, final, ts, parent, calls, out)
+            return tuple(p for p in parts if p.index != index), calls, request, parent
+
+        case ToolResultEvent(tool_call_id=call_id):
+            status = calls.get(call_id)
+            if status == "ended":
+                out.append(_tool_result(payload, ts))
+                return parts, calls.set(call_id, "answered"), request, parent
+            if status == "open":
+                raise AguiObservationError(
+                    f"tool result for call {call_id!r} arrived before the call's part ended", sequence=item.sequence
+                )
+            out.extend(_custom(item, ts, "harness.tool_result"))
+            return parts, calls, request, parent
+
+        case InputEvent(source=source, content=content):
+            if isinstance(content, str):
+                out.extend(_input_chunks(item, payload, ts))
+            else:
+                out.extend(_custom(item, ts, f"harness.input.{source}"))
+            return parts, calls, request, parent
+
+        case ExtensionEvent(kind=kind):
+            started = _model_request_started(payload)
+            if started is not None:
+                if request is not None and started <= request:
+                    raise AguiObservationError(
+                        f"model request {started} started after model request {request}", sequence=item.sequence
+                    )
+                calls = _close_all(state, ts, out)
+                parts, request, parent = (), started, None
+            out.extend(_custom(item, ts, f"harness.extension.{kind}"))
+            return parts, calls, request, parent
+
+        case ObservationEvent():
+            out.extend(_custom(item, ts, "harness.observation"))
+            return parts, calls, request, parent
+
+    raise TypeError(f"not a Harness payload: {type(payload).__name__}")  # unreachable: validated by HarnessEvent
+
+
+# -- parts -------------------------------------------------------------------------
+
+def _find(parts: tuple[OpenPart, ...], index: int) -> OpenPart | None:
+    for p in parts:
+        if p.index == index:
+            return p
+    return None
+
+
+def _open_part(parts: tuple[OpenPart, ...], index: int, item: HarnessEvent) -> OpenPart:
+    part = _find(parts, index)
+    if part is None:
+        what = "delta" if isinstance(item.event, PartDeltaEvent) else "end"
+        raise AguiObservationError(f"part {what} for index {index}, which is not open", sequence=item.sequence)
+    return part
+
+
+def _replace(parts: tuple[OpenPart, ...], part: OpenPart) -> tuple[OpenPart, ...]:
+    """``parts`` with ``part`` in place of the one at its index (or added, in index order)."""
+    index = part.index
+    for i, p in enumerate(parts):
+        if p.index == index:
+            return parts[:i] + (part,) + parts[i + 1:]
+        if p.index > index:
+            return parts[:i] + (part,) + parts[i:]
+    return parts + (part,)
+
+
+def _message_id(state: ProjectionState, run_id: str, index: int, kind: str, own: str | None) -> str:
+    if own is not None:
+        return own
+    return f"{run_id}:request-{state.request_index or 0}:part-{index}:{kind}"
+
+
+def _start(state: ProjectionState, index: int, kind: str, source: Part, item: HarnessEvent, ts: int,
+           calls: PMap, parent: str | None, out: list[Record]) -> tuple[OpenPart, PMap, str | None]:
+    if isinstance(source, ToolCallPart):
+        call_id = source.tool_call_id
+        if call_id in calls:
+            raise AguiObservationError(f"tool call id {call_id!r} is used twice in this run", sequence=item.sequence)
+        calls = calls.set(call_id, "open")
+        part = OpenPart(index, "tool_call", call_id, started=False, tool_name=source.tool_name)
+        args = source.args
+        if isinstance(args, dict):
+            part = _evolve(part, dict_args=_json.dumps(args))
+        elif args:
+            part = _evolve(part, pending=args)
+        if source.tool_name:
+            part = _start_tool_call(part, ts, parent, out)
+        return part, calls, parent
+
+    message_id = _message_id(state, item.run_id, index, kind, source.id)
+    if isinstance(source, TextPart):
+        out.append((ev.TEXT_START, ts, message_id, "assistant"))
+        parent = message_id
+        content_kind = ev.TEXT_CONTENT
+        signature = None
+    else:
+        out.append((ev.REASONING_START, ts, message_id))
+        content_kind = ev.REASONING_CONTENT
+        signature = source.signature
+    if source.content:
+        out.append((content_kind, ts, message_id, source.content))
+    part = OpenPart(index, kind, message_id, part_id=source.id, streamed=len(source.content), signature=signature)
+    return part, calls, parent
+
+
+def _start_tool_call(part: OpenPart, ts: int, parent: str | None, out: list[Record]) -> OpenPart:
+    out.append((ev.TOOL_START, ts, part.message_id, part.tool_name, parent))
+    if part.pending:
+        out.append((ev.TOOL_ARGS, ts, part.message_id, part.pending))
+    return _evolve(part, started=True, streamed=len(part.pending), pending="")
+
+
+def _evolve(part: OpenPart, **changes: Any) -> OpenPart:
+    fields = {
+        "index": part.index, "kind": part.kind, "message_id": part.message_id, "part_id": part.part_id,
+        "streamed": part.streamed, "started": part.started, "tool_name": part.tool_name,
+        "pending": part.pending, "dict_args": part.dict_args, "signature": part.signature,
+    }
+    fields.update(changes)
+    return OpenPart(**fields)
+
+
+def _delta(part: OpenPart, delta: Any, ts: int, parent: str | None, out: list[Record], seq: int) -> OpenPart:
+    match delta:
+        case TextPartDelta(content_delta=text):
+            if not text:
+                return part
+            out.append((ev.TEXT_CONTENT, ts, part.message_id, text))
+            return OpenPart(part.index, "text", part.message_id, part.part_id, part.streamed + len(text))
+
+        case ThinkingPartDelta(content_delta=text, signature_delta=signature):
+            if text:
+                out.append((ev.REASONING_CONTENT, ts, part.message_id, text))
+            if signature:
+                return _evolve(part, streamed=part.streamed + len(text or ""),
+                               signature=(part.signature or "") + signature)
+            if not text:
+                return part
+            return OpenPart(part.index, "thinking", part.message_id, part.part_id, part.streamed + len(text),
+                            signature=part.signature)
+
+        case ToolCallPartDelta(tool_name_delta=name, args_delta=args, tool_call_id=call_id):
+            if call_id is not None and call_id != part.message_id:
+                raise AguiObservationError(
+                    f"part {part.index} changed tool call id from {part.message_id!r} to {call_id!r} before its end",
+                    sequence=seq,
+                )
+            if name:
+                if part.started:
+                    raise AguiObservationError(
+                        f"tool call {part.message_id!r} changed its name after TOOL_CALL_START", sequence=seq
+                    )
+                part = _evolve(part, tool_name=part.tool_name + name)
+            if isinstance(args, dict):
+                if part.streamed or part.pending:
+                    raise AguiObservationError(
+                        f"tool call {part.message_id!r} mixed text args with object args", sequence=seq
+                    )
+                merged = {**_json.loads(part.dict_args), **args} if part.dict_args else args
+                return _evolve(part, dict_args=_json.dumps(merged))
+            if args:
+                if part.dict_args is not None:
+                    raise AguiObservationError(
+                        f"tool call {part.message_id!r} mixed object args with text args", sequence=seq
+                    )
+                if part.started:
+                    out.append((ev.TOOL_ARGS, ts, part.message_id, args))
+                    return _evolve(part, streamed=part.streamed + len(args))
+                part = _evolve(part, pending=part.pending + args)
+                if part.tool_name:
+                    part = _start_tool_call(part, ts, parent, out)
+            return part
+    raise TypeError(f"not a part delta: {type(delta).__name__}")  # unreachable
+
+
+def _check_same_part(part: OpenPart, final: Part, seq: int) -> None:
+    kind = _KIND_OF_PART[type(final)]
+    if kind != part.kind:
+        raise AguiObservationError(f"part {part.index} changed kind from {part.kind} to {kind} before its end",
+                                   sequence=seq)
+    if isinstance(final, ToolCallPart):
+        if final.tool_call_id != part.message_id:
+            raise AguiObservationError(
+                f"part {part.index} ended as tool call {final.tool_call_id!r}, started as {part.message_id!r}",
+                sequence=seq,
+            )
+        if part.started and final.tool_name != part.tool_name:
+            raise AguiObservationError(
+                f"tool call {part.message_id!r} ended as {final.tool_name!r}, started as {part.tool_name!r}",
+                sequence=seq,
+            )
+    elif final.id is not None and part.part_id is not None and final.id != part.part_id:
+        raise AguiObservationError(
+            f"part {part.index} ended with id {final.id!r}, started with id {part.part_id!r}", sequence=seq
+        )
+
+
+def _close(part: OpenPart, final: Part | None, ts: int, parent: str | None, calls: PMap,
+           out: list[Record]) -> PMap:
+    """Emit the end of ``part``: what ``final`` holds beyond what was streamed,
+    then the END event(s). Returns the updated call statuses."""
+    mid = part.message_id
+    if part.kind == "tool_call":
+        if not part.started:
+            if isinstance(final, ToolCallPart):
+                part = _evolve(part, tool_name=final.tool_name)
+            part = _start_tool_call(part, ts, parent, out)
+        args = final.args if isinstance(final, ToolCallPart) else None
+        if isinstance(args, str):
+            if len(args) > part.streamed:
+                out.append((ev.TOOL_ARGS, ts, mid, args[part.streamed:]))
+        elif part.streamed == 0:
+            text = _json.dumps(args) if isinstance(args, dict) else part.dict_args
+            if text is not None:
+                out.append((ev.TOOL_ARGS, ts, mid, text))
+        out.append((ev.TOOL_END, ts, mid))
+        return calls.set(mid, "ended")
+
+    content = final.content if final is not None else ""
+    if part.kind == "text":
+        if len(content) > part.streamed:
+            out.append((ev.TEXT_CONTENT, ts, mid, content[part.streamed:]))
+        out.append((ev.TEXT_END, ts, mid))
+        return calls
+    if len(content) > part.streamed:
+        out.append((ev.REASONING_CONTENT, ts, mid, content[part.streamed:]))
+    signature = (final.signature if isinstance(final, ThinkingPart) else None) or part.signature
+    if signature:
+        out.append((ev.ENCRYPTED_VALUE, ts, "message", mid, signature))
+    out.append((ev.REASONING_END, ts, mid))
+    return calls
+
+
+def _close_all(state: ProjectionState, ts: int, out: list[Record]) -> PMap:
+    calls = state.calls
+    for part in state.parts:
+        calls = _close(part, None, ts, state.parent_message_id, calls, out)
+    return calls
+
+
+# -- other payloads ------------------------------------------------------------------
+
+def _model_request_started(payload: ExtensionEvent) -> int | None:
+    body = payload.payload
+    if payload.kind != "lifecycle" or not isinstance(body, dict) or body.get("type") != "model_request_started":
+        return None
+    n = body.get("request_index")
+    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None
+
+
+def _tool_result(payload: ToolResultEvent, ts: int) -> Record:
+    content = payload.content if isinstance(payload.content, str) else _json.dumps(payload.content)
+    meta = _json.dumps({"harness": {"outcome": payload.outcome, "tool_name": payload.tool_name}})
+    return (ev.TOOL_RESULT, ts, f"{payload.tool_call_id}:result", payload.tool_call_id, content, "tool", meta)
+
+
+def _correlation(item: HarnessStreamEvent) -> dict[str, Any]:
+    return {
+        "thread_id": item.thread_id,
+        "run_id": item.run_id,
+        "sequence": item.sequence,
+        "occurred_at": item.occurred_at.isoformat(),
+    }
+
+
+def _custom(item: HarnessEvent, ts: int, name: str, payload: dict[str, Any] | None = None,
+            chunk: dict[str, int] | None = None) -> list[Record]:
+    value = _correlation(item)
+    value["payload"] = payload if payload is not None else payload_to_json(item.event)
+    if chunk is not None:
+        value["chunk"] = chunk
+    text = _json.dumps(value)
+    if len(text) <= CUSTOM_MAX_CHARS:
+        return [(ev.CUSTOM, ts, name, text)]
+    pieces = [text[i:i + CUSTOM_FRAGMENT_CHARS] for i in range(0, len(text), CUSTOM_FRAGMENT_CHARS)]
+    out = []
+    for i, piece in enumerate(pieces):
+        fragment = _correlation(item)
+        fragment["fragment"] = {"index": i, "count": len(pieces)}
+        fragment["data"] = piece
+        out.append((ev.CUSTOM, ts, name, _json.dumps(fragment)))
+    return out
+
+
+def _input_chunks(item: HarnessEvent, payload: InputEvent, ts: int) -> list[Record]:
+    text = payload.content
+    assert isinstance(text, str)
+    chunks = [text[i:i + INPUT_CHUNK_CHARS] for i in range(0, len(text), INPUT_CHUNK_CHARS)] or [""]
+    name = f"harness.input.{payload.source}"
+    base = payload_to_json(payload)
+    out: list[Record] = []
+    for i, chunk in enumerate(chunks):
+        body = dict(base, content=chunk)
+        out.extend(_custom(item, ts, name, body, {"index": i, "count": len(chunks)}))
+    return out
+
+
+# -- the terminal item -------------------------------------------------------------------
+
+def _usage(result: RunResult) -> str | None:
+    u = result.usage
+    if u is None:
+        return None
+    entry = {
+        "input_tokens": u.input_tokens,
+        "output_tokens": u.output_tokens,
+        "reasoning_tokens": u.reasoning_tokens,
+        "cached_input_tokens": u.cache_read_tokens,
+    }
+    if u.input_tokens is not None and u.output_tokens is not None:
+        entry["total_tokens"] = u.input_tokens + u.output_tokens
+    entry = {k: v for k, v in entry.items() if v is not None}
+    return _json.dumps([entry]) if entry else None
+
+
+def _interrupts(result: RunResult) -> list[dict[str, Any]]:
+    assert result.deferred is not None
+    wire = result_to_json(result)["deferred"]
+    out = []
+    for reason, verb, calls in (("tool_call", "the result of", wire["calls"]),
+                                ("tool_approval", "approval of", wire["approvals"])):
+        for call in calls:
+            out.append({
+                "id": call["tool_call_id"] if reason == "tool_call" else f"{call['tool_call_id']}:approval",
+                "reason": reason,
+                "message": f"Waiting for {verb} {call['tool_name']}",
+                "toolCallId": call["tool_call_id"],
+                "metadata": {"harness": call},
+            })
+    return out
+
+
+def _terminal(item: HarnessRunResultEvent, ts: int) -> list[Record]:
+    result = item.result
+    usage = _usage(result)
+    status = result.status
+    if status == "failed":
+        assert result.failure is not None
+        return [(ev.RUN_ERROR, ts, result.failure.message, result.failure.code, usage)]
+    output = None
+    if status == "completed":
+        outcome: dict[str, Any] = {"type": "success"}
+        if result.output is not None:
+            output = _json.dumps(result.output)
+    elif status == "suspended":
+        outcome = {"type": "interrupt", "interrupts": _interrupts(result)}
+    else:
+        outcome = {"type": "cancelled"}
+    return [(ev.RUN_FINISHED, ts, item.thread_id, item.run_id, output, _json.dumps(outcome), usage)]
