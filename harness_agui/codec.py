@@ -51,6 +51,9 @@ __all__ = [
     "to_json",
     "from_json",
     "payload_to_json",
+    "result_to_json",
+    "agui_to_json",
+    "sse_frame",
 ]
 
 WIRE_VERSION = 1
@@ -370,3 +373,19 @@ def decode(text: str | bytes, *, migrations: Mapping[int, Migration] | None = No
     except ValueError as e:
         raise DecodeError(f"malformed JSON: {e}", line) from None
     return from_json(data, migrations=migrations, line=line)
+
+
+# -- AG-UI output -------------------------------------------------------------------
+# The two forms AG-UI transports use: one JSON object per line, and Server-Sent
+# Events frames. Both carry the camelCase wire names that AG-UI clients read.
+
+def agui_to_json(event: Any) -> str:
+    """One AG-UI event as compact JSON with camelCase wire names."""
+    return event.model_dump_json(by_alias=True)
+
+
+def sse_frame(event: Any, *, event_id: str | int | None = None) -> str:
+    """One Server-Sent Events frame (``id:`` line when given, ``data:`` line,
+    blank line) for an AG-UI event."""
+    head = "" if event_id is None else f"id: {event_id}\n"
+    return f"{head}data: {agui_to_json(event)}\n\n"

@@ -1,0 +1,27 @@
+# Two entry points do all set-up on a fresh machine:
+#   make demo   - install into .venv, then run the main job on built-in data
+#   make test   - install into .venv, then run the whole test suite
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: demo test bench lint clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+demo: $(VENV)/.installed
+	$(PY) -m harness_agui demo
+
+test: $(VENV)/.installed
+	$(PY) -m pytest
+
+lint: $(VENV)/.installed
+	$(PY) -m ruff check harness_agui tests
+	$(PY) -m mypy
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
