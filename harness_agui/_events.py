@@ -64,7 +64,7 @@ class Kind:
     def build(self, record: Record) -> BaseEvent:
         kw: dict[str, Any] = {"timestamp": record[1]}
         json_fields = self.json_fields
-        for name, value in zip(self.fields, record[2:]):
+        for name, value in zip(self.fields, record[2:], strict=True):
             if value is not None:
                 kw[name] = _json.loads(value) if name in json_fields else value
         return self.cls(**kw)
@@ -139,7 +139,7 @@ class EventLog(Sequence[BaseEvent]):
         if isinstance(other, EventLog):
             return self._records == other._records or list(self) == list(other)
         if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
-            return len(other) == len(self) and all(a == b for a, b in zip(self, other))
+            return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]

@@ -10,7 +10,7 @@ import json
 import math
 from typing import Any, Union
 
-JSON = Union[None, bool, int, float, str, list["JSON"], dict[str, "JSON"]]
+JSON = Union[None, bool, int, float, str, list["JSON"], dict[str, "JSON"]]  # noqa: UP007 (recursive alias)
 
 _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
@@ -24,7 +24,7 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
-def loads(text: str) -> Any:
+def loads(text: str | bytes) -> Any:
     """Parse JSON text, refusing the NaN and Infinity extensions."""
     return json.loads(text, parse_constant=_reject_constant)
 

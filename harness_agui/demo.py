@@ -207,17 +207,59 @@ def run_demo(out: TextIO = sys.stdout) -> int:
     same_snapshot = second.snapshot() == uninterrupted.snapshot()
     same_stream = uninterrupted.snapshot() == tuple(published)
     print("", file=out)
-    for event in second.snapshot():
-        print("  " + _describe(event), file=out)
+    for line in _summarise(second.snapshot()):
+        print("  " + line, file=out)
     print("", file=out)
     print(f"snapshot equals the uninterrupted projection: {same_snapshot}", file=out)
     print(f"published stream has no gap and no duplicate:  {same_stream}", file=out)
-    return 0 if same_snapshot and same_stream else 1
+    valid = _validate(published, out)
+    return 0 if same_snapshot and same_stream and valid else 1
+
+
+def _validate(events: Sequence[Any], out: TextIO) -> bool:
+    """Check the stream with the public AG-UI validator when it is installed
+    (it is a development dependency, not a runtime one)."""
+    try:
+        from ag_ui_validate.pytest_plugin import validate_agui
+    except ImportError:
+        print("AG-UI validator (ag-ui-validate) not installed: conformance not checked", file=out)
+        return True
+    summary = validate_agui([e.model_dump(mode="json", by_alias=True) for e in events]).summary
+    print(f"AG-UI validator: {summary.errors} errors, {summary.warnings} warnings", file=out)
+    return summary.errors == 0 and summary.warnings == 0
+
+
+def _summarise(events: Sequence[Any]) -> list[str]:
+    """One line per event, with runs of streamed deltas of one message joined."""
+    lines: list[str] = []
+    run_key, run_text, run_count = None, "", 0
+
+    def flush() -> None:
+        if run_key is not None:
+            text = run_text if len(run_text) <= 60 else run_text[:57] + "..."
+            lines.append(f"{run_key[0]:<26} x{run_count:<3} {text!r}")
+
+    for event in events:
+        kind = event.type.value
+        delta = getattr(event, "delta", None)
+        key = (kind, getattr(event, "message_id", None) or getattr(event, "tool_call_id", None))
+        if isinstance(delta, str):
+            if key == run_key:
+                run_text, run_count = run_text + delta, run_count + 1
+                continue
+            flush()
+            run_key, run_text, run_count = key, delta, 1
+            continue
+        flush()
+        run_key = None
+        lines.append(_describe(event))
+    flush()
+    return lines
 
 
 def _describe(event: Any) -> str:
     kind = event.type.value
-    for name in ("delta", "tool_call_name", "name", "content", "message"):
+    for name in ("tool_call_name", "name", "content", "message"):
         value = getattr(event, name, None)
         if isinstance(value, str):
             text = value if len(value) <= 60 else value[:57] + "..."

@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
 
 from ag_ui.core import BaseEvent
 
@@ -134,17 +134,18 @@ class HarnessAguiObserver:
             raise AguiObservationError("resume() called while another resume() is in progress")
         if not self.is_fresh:
             raise AguiObservationError("resume() needs a fresh observer; this one has already observed or resumed")
+        items: AsyncIterable[HarnessStreamEvent]
         if isinstance(history, AsyncIterable):
-            pass
+            items = history
         elif isinstance(history, Iterable) and not isinstance(history, (str, bytes)):
-            history = _as_async(history)
+            items = _as_async(history)
         else:
             raise TypeError(f"resume() takes an async or plain iterable of items, not {type(history).__name__}")
         processor = self._processor
         staged = INITIAL_STATE
         self._resuming = True
         try:
-            async for item in history:
+            async for item in items:
                 staged = advance(staged, item, processor)
         finally:
             self._resuming = False
@@ -162,6 +163,6 @@ class HarnessAguiObserver:
         return f"<HarnessAguiObserver {status}{run} events={self.event_count}>"
 
 
-async def _as_async(items: Iterable[HarnessStreamEvent]):  # type: ignore[no-untyped-def]
+async def _as_async(items: Iterable[HarnessStreamEvent]) -> AsyncIterator[HarnessStreamEvent]:
     for item in items:
         yield item

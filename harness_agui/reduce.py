@@ -34,6 +34,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import attrs
 from ag_ui.core import BaseEvent
 from pyrsistent import PMap
 
@@ -42,6 +43,7 @@ from . import _json
 from ._events import Record
 from .codec import payload_to_json, result_to_json
 from .errors import AguiObservationError
+from .processor import apply_processor
 from .source import (
     ExtensionEvent,
     HarnessEvent,
@@ -62,7 +64,7 @@ from .source import (
     ToolCallPartDelta,
     ToolResultEvent,
 )
-from .state import CallStatus, OpenPart, ProjectionState
+from .state import OpenPart, PartKind, ProjectionState
 
 __all__ = ["Processor", "reduce", "advance", "INPUT_CHUNK_CHARS", "CUSTOM_MAX_CHARS", "CUSTOM_FRAGMENT_CHARS"]
 
@@ -79,7 +81,7 @@ CUSTOM_FRAGMENT_CHARS = 30000
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MS = timedelta(milliseconds=1)
-_KIND_OF_PART = {TextPart: "text", ThinkingPart: "thinking", ToolCallPart: "tool_call"}
+_KIND_OF_PART: dict[type, PartKind] = {TextPart: "text", ThinkingPart: "thinking", ToolCallPart: "tool_call"}
 _KIND_OF_DELTA = {TextPartDelta: "text", ThinkingPartDelta: "thinking", ToolCallPartDelta: "tool_call"}
 
 
@@ -123,6 +125,7 @@ def advance(state: ProjectionState, item: HarnessStreamEvent, processor: Process
                 f"{word} sequence {seq} after {state.last_sequence} in run {state.run_id!r}", sequence=seq
             )
     records: list[Record] = []
+    parts: tuple[OpenPart, ...]
     ts = (item.occurred_at - _EPOCH) // _MS
     if state.run_id is None:
         records.append((ev.RUN_STARTED, ts, item.thread_id, item.run_id))
@@ -136,8 +139,6 @@ def advance(state: ProjectionState, item: HarnessStreamEvent, processor: Process
         finished = False
 
     if processor is not None and records:
-        from .processor import apply_processor
-
         records = apply_processor(processor, item, records)
     return ProjectionState(
         item.thread_id, item.run_id, seq, finished, request, parent, parts, calls,
@@ -251,7 +252,7 @@ def _message_id(state: ProjectionState, run_id: str, index: int, kind: str, own:
     return f"{run_id}:request-{state.request_index or 0}:part-{index}:{kind}"
 
 
-def _start(state: ProjectionState, index: int, kind: str, source: Part, item: HarnessEvent, ts: int,
+def _start(state: ProjectionState, index: int, kind: PartKind, source: Part, item: HarnessEvent, ts: int,
            calls: PMap, parent: str | None, out: list[Record]) -> tuple[OpenPart, PMap, str | None]:
     if isinstance(source, ToolCallPart):
         call_id = source.tool_call_id
@@ -291,14 +292,7 @@ def _start_tool_call(part: OpenPart, ts: int, parent: str | None, out: list[Reco
     return _evolve(part, started=True, streamed=len(part.pending), pending="")
 
 
-def _evolve(part: OpenPart, **changes: Any) -> OpenPart:
-    fields = {
-        "index": part.index, "kind": part.kind, "message_id": part.message_id, "part_id": part.part_id,
-        "streamed": part.streamed, "started": part.started, "tool_name": part.tool_name,
-        "pending": part.pending, "dict_args": part.dict_args, "signature": part.signature,
-    }
-    fields.update(changes)
-    return OpenPart(**fields)
+_evolve = attrs.evolve
 
 
 def _delta(part: OpenPart, delta: Any, ts: int, parent: str | None, out: list[Record], seq: int) -> OpenPart:
@@ -397,7 +391,7 @@ def _close(part: OpenPart, final: Part | None, ts: int, parent: str | None, call
         out.append((ev.TOOL_END, ts, mid))
         return calls.set(mid, "ended")
 
-    content = final.content if final is not None else ""
+    content = final.content if isinstance(final, (TextPart, ThinkingPart)) else ""
     if part.kind == "text":
         if len(content) > part.streamed:
             out.append((ev.TEXT_CONTENT, ts, mid, content[part.streamed:]))

@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 import attrs
 
@@ -188,7 +188,7 @@ class ToolCallPart:
     tool_call_id: str = attrs.field(validator=_id)
 
 
-Part = Union[TextPart, ThinkingPart, ToolCallPart]
+Part = TextPart | ThinkingPart | ToolCallPart
 
 
 @attrs.frozen
@@ -209,7 +209,7 @@ class ToolCallPartDelta:
     tool_call_id: str | None = attrs.field(default=None, validator=_opt_id)
 
 
-PartDelta = Union[TextPartDelta, ThinkingPartDelta, ToolCallPartDelta]
+PartDelta = TextPartDelta | ThinkingPartDelta | ToolCallPartDelta
 
 _PARTS = (TextPart, ThinkingPart, ToolCallPart)
 _DELTAS = (TextPartDelta, ThinkingPartDelta, ToolCallPartDelta)
@@ -273,9 +273,9 @@ class ObservationEvent:
     value: JSON = attrs.field(default=None, validator=_json)
 
 
-Payload = Union[
-    PartStartEvent, PartDeltaEvent, PartEndEvent, ToolResultEvent, InputEvent, ExtensionEvent, ObservationEvent
-]
+Payload = (
+    PartStartEvent | PartDeltaEvent | PartEndEvent | ToolResultEvent | InputEvent | ExtensionEvent | ObservationEvent
+)
 _PAYLOADS = (
     PartStartEvent, PartDeltaEvent, PartEndEvent, ToolResultEvent, InputEvent, ExtensionEvent, ObservationEvent
 )
@@ -367,4 +367,4 @@ class HarnessRunResultEvent:
     result: RunResult = attrs.field(validator=_instance(RunResult))
 
 
-HarnessStreamEvent = Union[HarnessEvent, HarnessRunResultEvent]
+HarnessStreamEvent = HarnessEvent | HarnessRunResultEvent
