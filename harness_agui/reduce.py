@@ -130,6 +130,7 @@ def advance(state: ProjectionState, item: HarnessStreamEvent, processor: Process
     if state.run_id is None:
         records.append((ev.RUN_STARTED, ts, item.thread_id, item.run_id))
 
+    messages = state.messages
     if isinstance(item, HarnessRunResultEvent):
         calls = _close_all(state, ts, records)
         records.extend(_terminal(item, ts))
@@ -137,11 +138,16 @@ def advance(state: ProjectionState, item: HarnessStreamEvent, processor: Process
     else:
         parts, calls, request, parent = _project(state, item, ts, records)
         finished = False
+        payload = item.event
+        if isinstance(payload, PartStartEvent) and not isinstance(payload.part, ToolCallPart):
+            started = _find(parts, payload.index)
+            assert started is not None
+            messages = messages.add(started.message_id)
 
     if processor is not None and records:
         records = apply_processor(processor, item, records)
     return ProjectionState(
-        item.thread_id, item.run_id, seq, finished, request, parent, parts, calls,
+        item.thread_id, item.run_id, seq, finished, request, parent, parts, calls, messages,
         state.events.extend(records) if records else state.events,
     )
 
@@ -246,10 +252,17 @@ def _replace(parts: tuple[OpenPart, ...], part: OpenPart) -> tuple[OpenPart, ...
     return parts + (part,)
 
 
-def _message_id(state: ProjectionState, run_id: str, index: int, kind: str, own: str | None) -> str:
+def _message_id(state: ProjectionState, item: HarnessEvent, index: int, kind: str, own: str | None) -> str:
+    """The AG-UI id of a text or reasoning message. A generated id that an
+    earlier part already used (a Harness that sent no model-request notice
+    between two responses) gets the start item's sequence appended, so ids
+    stay unique and replay-stable; a part's own id used twice is an error."""
     if own is not None:
+        if own in state.messages:
+            raise AguiObservationError(f"part id {own!r} is used by two parts of this run", sequence=item.sequence)
         return own
-    return f"{run_id}:request-{state.request_index or 0}:part-{index}:{kind}"
+    generated = f"{item.run_id}:request-{state.request_index or 0}:part-{index}:{kind}"
+    return generated if generated not in state.messages else f"{generated}:{item.sequence}"
 
 
 def _start(state: ProjectionState, index: int, kind: PartKind, source: Part, item: HarnessEvent, ts: int,
@@ -269,7 +282,7 @@ def _start(state: ProjectionState, index: int, kind: PartKind, source: Part, ite
             part = _start_tool_call(part, ts, parent, out)
         return part, calls, parent
 
-    message_id = _message_id(state, item.run_id, index, kind, source.id)
+    message_id = _message_id(state, item, index, kind, source.id)
     if isinstance(source, TextPart):
         out.append((ev.TEXT_START, ts, message_id, "assistant"))
         parent = message_id

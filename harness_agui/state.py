@@ -17,9 +17,9 @@ from __future__ import annotations
 from typing import Literal
 
 import attrs
-from pyrsistent import PMap, PVector, pmap, pvector
+from pyrsistent import PMap, PSet, pmap, pset
 
-from ._events import EventLog, Record
+from ._events import EventLog, RecordLog
 
 __all__ = ["OpenPart", "ProjectionState", "INITIAL_STATE", "CallStatus", "PartKind"]
 
@@ -65,7 +65,8 @@ class ProjectionState:
     parent_message_id: str | None = None
     parts: tuple[OpenPart, ...] = ()
     calls: PMap[str, CallStatus] = pmap()
-    events: PVector[Record] = pvector()
+    messages: PSet[str] = pset()
+    events: RecordLog = RecordLog()
 
     @property
     def event_count(self) -> int:
