@@ -2,21 +2,39 @@
 #
 # Encoding is a straight walk over the frozen source values; decoding is the
 # reverse walk with a strict reader that names the line and the field at
-# fault. Nothing is skipped: an unknown version, kind or payload type is an
-# error unless the caller supplied a migration for that version, which turns
-# the older JSON object into a current one before it is read.
+# fault. Nothing is skipped: an unknown version, kind, payload type or field
+# is an error unless the caller supplied a migration for that version, which
+# turns the older JSON object into a current one before it is read. Being
+# strict about unknown fields is what makes "v" meaningful: a writer that adds
+# a field bumps the version and ships a migration, so a typo in a journal
+# (``"signatur"``) can never drop data quietly.
 #
 # The same payload-to-JSON walk feeds the CUSTOM events of the projection, so
 # a CUSTOM value carries exactly what a journal line would.
+#
+# Lines are UTF-8 text with non-ASCII characters kept as they are. The one
+# exception is a lone surrogate (a str can hold one, UTF-8 cannot): it is
+# written as a \uXXXX escape so the line can be stored anywhere. A high and a
+# low surrogate written next to each other as two lone ones come back joined
+# into one character; JSON has no way to tell the two apart.
 
 from __future__ import annotations
 
+import copy
+import json
+import re
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import Any
+
+from pydantic_core import PydanticSerializationError
 
 from . import _json
 from .source import (
+    EXTENSION_KINDS,
+    INPUT_SOURCES,
+    RUN_STATUSES,
+    TOOL_OUTCOMES,
     Deferred,
     DeferredToolCall,
     ExtensionEvent,
@@ -27,6 +45,7 @@ from .source import (
     InputEvent,
     ObservationEvent,
     Part,
+    PartDelta,
     PartDeltaEvent,
     PartEndEvent,
     PartStartEvent,
@@ -65,14 +84,27 @@ Migration = Callable[[dict[str, Any]], dict[str, Any]]
 class DecodeError(ValueError):
     """A line of the wire format could not be decoded.
 
-    ``line`` is the 1-based line number when the caller gave one, ``reason``
-    what was wrong.
+    ``reason`` says what was wrong (naming the field at fault where there is
+    one), ``line`` is the 1-based line number and ``source`` the file name,
+    each when the caller knew it. ``str()`` of the error is one line:
+    ``source:line: reason``, ``line N: reason`` or just the reason.
     """
 
-    def __init__(self, reason: str, line: int | None = None) -> None:
+    def __init__(self, reason: str, line: int | None = None, source: str | None = None) -> None:
         self.reason = reason
         self.line = line
-        super().__init__(f"line {line}: {reason}" if line is not None else reason)
+        self.source = source
+        if source is not None:
+            where = f"{source}:{line}: " if line is not None else f"{source}: "
+        else:
+            where = f"line {line}: " if line is not None else ""
+        super().__init__(where + reason)
+
+    def at(self, line: int | None = None, source: str | None = None) -> DecodeError:
+        """The same error located at ``line`` of ``source`` (each kept from
+        this error when not given). Returns a new error."""
+        return DecodeError(self.reason, self.line if line is None else line,
+                           self.source if source is None else source)
 
 
 # -- encoding ------------------------------------------------------------------
@@ -157,8 +189,11 @@ def result_to_json(result: RunResult) -> dict[str, Any]:
 
 
 def to_json(item: HarnessStreamEvent) -> dict[str, Any]:
-    """The wire JSON object of a source item."""
-    head = {
+    """The wire JSON object of a source item (fresh dicts; JSON fields are
+    shared with the item). Raises TypeError for anything else."""
+    if not isinstance(item, (HarnessEvent, HarnessRunResultEvent)):
+        raise TypeError(f"not a Harness stream item: {type(item).__name__}")
+    head: dict[str, Any] = {
         "v": WIRE_VERSION,
         "kind": "event" if isinstance(item, HarnessEvent) else "result",
         "thread_id": item.thread_id,
@@ -168,154 +203,253 @@ def to_json(item: HarnessStreamEvent) -> dict[str, Any]:
     }
     if isinstance(item, HarnessEvent):
         head["event"] = payload_to_json(item.event)
-    elif isinstance(item, HarnessRunResultEvent):
-        head["result"] = result_to_json(item.result)
     else:
-        raise TypeError(f"not a Harness stream item: {type(item).__name__}")
+        head["result"] = result_to_json(item.result)
     return head
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape_surrogates(text: str) -> str:
+    if text.isascii():
+        return text
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def encode(item: HarnessStreamEvent) -> str:
-    """One wire line (without a trailing newline) for a source item."""
-    return _json.dumps(to_json(item))
+    """One wire line (without a trailing newline) for a source item.
+
+    The line is compact JSON, UTF-8 encodable, with keys in a fixed order, so
+    the same item always gives the same text. Raises TypeError for anything
+    that is not a Harness stream item.
+    """
+    return _escape_surrogates(_json.dumps(to_json(item)))
 
 
 # -- decoding --------------------------------------------------------------------
-# A small strict reader: every accessor names the path of the field it reads,
-# and any TypeError or ValueError raised by the frozen classes' validators is
-# turned into a DecodeError by ``from_json``.
+# A small strict reader: every accessor names the wire path of the field it
+# reads ("event.part.content") and the JSON type it found, and every object
+# refuses fields it does not know. A TypeError or ValueError raised by the
+# frozen classes' own validators (a blank id, a negative index) becomes a
+# DecodeError in ``from_json``.
 
 _MISSING = object()
+
+_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+}
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
 
 
 class _Obj:
     __slots__ = ("data", "path")
 
-    def __init__(self, data: Any, path: str) -> None:
+    def __init__(self, data: Any, path: str, allowed: frozenset[str] | None = None) -> None:
         if not isinstance(data, dict):
-            raise DecodeError(f"{path or 'line'} must be a JSON object, not {type(data).__name__}")
+            raise DecodeError(f"{'field ' + path if path else 'the item'} must be an object, not {_json_type(data)}")
         self.data = data
         self.path = path
+        if allowed is not None:
+            self.only(allowed)
 
     def _at(self, key: str) -> str:
         return f"{self.path}.{key}" if self.path else key
 
-    def get(self, key: str, default: Any = _MISSING) -> Any:
+    def only(self, allowed: frozenset[str]) -> None:
+        unknown = [k for k in self.data if k not in allowed]
+        if unknown:
+            more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+            raise DecodeError(f"unknown field {self._at(unknown[0])}{more}")
+
+    def req(self, key: str, *types: str) -> Any:
         value = self.data.get(key, _MISSING)
-        if value is _MISSING or (value is None and default is not _MISSING):
-            if default is _MISSING:
-                raise DecodeError(f"missing field {self._at(key)}")
-            return default
+        if value is _MISSING:
+            raise DecodeError(f"missing field {self._at(key)}")
+        return self._check(key, value, types)
+
+    def opt(self, key: str, *types: str) -> Any:
+        value = self.data.get(key)
+        return None if value is None else self._check(key, value, types)
+
+    def json(self, key: str) -> Any:
+        return self.data.get(key)
+
+    def choice(self, key: str, choices: tuple[str, ...]) -> str:
+        value = self.req(key, "string")
+        if value not in choices:
+            raise DecodeError(f"field {self._at(key)} must be one of {', '.join(choices)}; got {value!r}")
         return value
 
-    def obj(self, key: str) -> _Obj:
-        return _Obj(self.get(key), self._at(key))
+    def obj(self, key: str, allowed: frozenset[str] | None = None) -> _Obj:
+        return _Obj(self.req(key, "object"), self._at(key), allowed)
 
-    def opt_obj(self, key: str) -> _Obj | None:
-        value = self.get(key, None)
-        return None if value is None else _Obj(value, self._at(key))
+    def opt_obj(self, key: str, allowed: frozenset[str] | None = None) -> _Obj | None:
+        value = self.opt(key, "object")
+        return None if value is None else _Obj(value, self._at(key), allowed)
 
-    def typed(self, key: str, types: type | tuple[type, ...], default: Any = _MISSING) -> Any:
-        value = self.get(key, default)
-        if value is default and default is not _MISSING:
-            return value
-        if not isinstance(value, types) or (isinstance(value, bool) and bool not in _as_tuple(types)):
-            names = "/".join(t.__name__ for t in _as_tuple(types))
-            raise DecodeError(f"field {self._at(key)} must be {names}, not {type(value).__name__}")
+    def _check(self, key: str, value: Any, types: tuple[str, ...]) -> Any:
+        if types and not any(_CHECKS[t](value) for t in types):
+            raise DecodeError(f"field {self._at(key)} must be {' or '.join(types)}, not {_json_type(value)}")
         return value
 
 
-def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
-    return types if isinstance(types, tuple) else (types,)
+def _keys(*names: str) -> frozenset[str]:
+    return frozenset(names)
+
+
+_PART_KEYS = {
+    "text": _keys("type", "content", "id"),
+    "thinking": _keys("type", "content", "id", "signature", "provider_name"),
+    "tool_call": _keys("type", "tool_name", "args", "tool_call_id"),
+}
+_DELTA_KEYS = {
+    "text": _keys("type", "content_delta"),
+    "thinking": _keys("type", "content_delta", "signature_delta"),
+    "tool_call": _keys("type", "tool_name_delta", "args_delta", "tool_call_id"),
+}
+_PAYLOAD_KEYS = {
+    "part_start": _keys("type", "index", "part"),
+    "part_delta": _keys("type", "index", "delta"),
+    "part_end": _keys("type", "index", "part"),
+    "tool_result": _keys("type", "tool_call_id", "tool_name", "outcome", "content"),
+    "input": _keys("type", "input_id", "source", "content", "metadata"),
+    "extension": _keys("type", "kind", "schema_version", "payload"),
+    "observation": _keys("type", "name", "value"),
+}
+_HEAD_KEYS = ("v", "kind", "thread_id", "run_id", "sequence", "occurred_at")
+_ITEM_KEYS = {"event": _keys(*_HEAD_KEYS, "event"), "result": _keys(*_HEAD_KEYS, "result")}
+_RESULT_KEYS = _keys("status", "output", "usage", "failure", "deferred")
+_USAGE_KEYS = _keys("input_tokens", "output_tokens", "cache_read_tokens", "reasoning_tokens")
+_FAILURE_KEYS = _keys("code", "message")
+_DEFERRED_KEYS = _keys("calls", "approvals")
+_DEFERRED_CALL_KEYS = _keys("tool_call_id", "tool_name", "args")
+
+
+def _typed_obj(o: _Obj, known: Mapping[str, frozenset[str]], what: str) -> tuple[str, _Obj]:
+    kind = o.req("type", "string")
+    allowed = known.get(kind)
+    if allowed is None:
+        where = f" at {o.path}" if o.path else ""
+        raise DecodeError(f"unknown {what} type {kind!r}{where} (known: {', '.join(known)})")
+    o.only(allowed)
+    return kind, o
 
 
 def _part_from(o: _Obj) -> Part:
-    kind = o.typed("type", str)
+    kind, o = _typed_obj(o, _PART_KEYS, "part")
     if kind == "text":
-        return TextPart(content=o.typed("content", str), id=o.get("id", None))
+        return TextPart(content=o.req("content", "string"), id=o.opt("id", "string"))
     if kind == "thinking":
-        return ThinkingPart(
-            content=o.typed("content", str),
-            id=o.get("id", None),
-            signature=o.get("signature", None),
-            provider_name=o.get("provider_name", None),
-        )
-    if kind == "tool_call":
-        return ToolCallPart(tool_name=o.typed("tool_name", str), args=o.get("args", None),
-                            tool_call_id=o.typed("tool_call_id", str))
-    raise DecodeError(f"unknown part type {kind!r} at {o.path}")
+        return ThinkingPart(content=o.req("content", "string"), id=o.opt("id", "string"),
+                            signature=o.opt("signature", "string"), provider_name=o.opt("provider_name", "string"))
+    return ToolCallPart(tool_name=o.req("tool_name", "string"), args=o.opt("args", "string", "object"),
+                        tool_call_id=o.req("tool_call_id", "string"))
 
 
-def _delta_from(o: _Obj) -> Any:
-    kind = o.typed("type", str)
+def _delta_from(o: _Obj) -> PartDelta:
+    kind, o = _typed_obj(o, _DELTA_KEYS, "delta")
     if kind == "text":
-        return TextPartDelta(content_delta=o.typed("content_delta", str))
+        return TextPartDelta(content_delta=o.req("content_delta", "string"))
     if kind == "thinking":
-        return ThinkingPartDelta(content_delta=o.get("content_delta", None),
-                                 signature_delta=o.get("signature_delta", None))
-    if kind == "tool_call":
-        return ToolCallPartDelta(tool_name_delta=o.get("tool_name_delta", None), args_delta=o.get("args_delta", None),
-                                 tool_call_id=o.get("tool_call_id", None))
-    raise DecodeError(f"unknown delta type {kind!r} at {o.path}")
+        return ThinkingPartDelta(content_delta=o.opt("content_delta", "string"),
+                                 signature_delta=o.opt("signature_delta", "string"))
+    return ToolCallPartDelta(tool_name_delta=o.opt("tool_name_delta", "string"),
+                             args_delta=o.opt("args_delta", "string", "object"),
+                             tool_call_id=o.opt("tool_call_id", "string"))
 
 
 def _payload_from(o: _Obj) -> Payload:
-    kind = o.typed("type", str)
-    if kind == "part_start":
-        return PartStartEvent(index=o.typed("index", int), part=_part_from(o.obj("part")))
-    if kind == "part_delta":
-        return PartDeltaEvent(index=o.typed("index", int), delta=_delta_from(o.obj("delta")))
-    if kind == "part_end":
-        return PartEndEvent(index=o.typed("index", int), part=_part_from(o.obj("part")))
-    if kind == "tool_result":
-        return ToolResultEvent(tool_call_id=o.typed("tool_call_id", str), tool_name=o.typed("tool_name", str),
-                               outcome=o.typed("outcome", str), content=o.get("content", None))
-    if kind == "input":
-        return InputEvent(input_id=o.typed("input_id", str), source=o.typed("source", str),
-                          content=o.typed("content", (str, dict)), metadata=o.get("metadata", None))
-    if kind == "extension":
-        return ExtensionEvent(kind=o.typed("kind", str), schema_version=o.typed("schema_version", str),
-                              payload=o.get("payload", None))
-    if kind == "observation":
-        return ObservationEvent(name=o.typed("name", str), value=o.get("value", None))
-    raise DecodeError(f"unknown payload type {kind!r}")
-
-
-def _deferred_call_from(o: _Obj) -> DeferredToolCall:
-    return DeferredToolCall(tool_call_id=o.typed("tool_call_id", str), tool_name=o.typed("tool_name", str),
-                            args=o.get("args", None))
+    kind, o = _typed_obj(o, _PAYLOAD_KEYS, "payload")
+    match kind:
+        case "part_start":
+            return PartStartEvent(index=o.req("index", "integer"), part=_part_from(o.obj("part")))
+        case "part_delta":
+            return PartDeltaEvent(index=o.req("index", "integer"), delta=_delta_from(o.obj("delta")))
+        case "part_end":
+            return PartEndEvent(index=o.req("index", "integer"), part=_part_from(o.obj("part")))
+        case "tool_result":
+            return ToolResultEvent(tool_call_id=o.req("tool_call_id", "string"), tool_name=o.req("tool_name", "string"),
+                                   outcome=o.choice("outcome", TOOL_OUTCOMES),  # type: ignore[arg-type]
+                                   content=o.json("content"))
+        case "input":
+            return InputEvent(input_id=o.req("input_id", "string"),
+                              source=o.choice("source", INPUT_SOURCES),  # type: ignore[arg-type]
+                              content=o.req("content", "string", "object"), metadata=o.opt("metadata", "object"))
+        case "extension":
+            return ExtensionEvent(kind=o.choice("kind", EXTENSION_KINDS),  # type: ignore[arg-type]
+                                  schema_version=o.req("schema_version", "string"), payload=o.json("payload"))
+    return ObservationEvent(name=o.req("name", "string"), value=o.json("value"))
 
 
 def _deferred_list(o: _Obj, key: str) -> tuple[DeferredToolCall, ...]:
-    items = o.typed(key, list, [])
-    return tuple(_deferred_call_from(_Obj(x, f"{o.path}.{key}[{i}]")) for i, x in enumerate(items))
+    calls = []
+    for i, x in enumerate(o.opt(key, "array") or ()):
+        c = _Obj(x, f"{o.path}.{key}[{i}]", _DEFERRED_CALL_KEYS)
+        calls.append(DeferredToolCall(tool_call_id=c.req("tool_call_id", "string"),
+                                      tool_name=c.req("tool_name", "string"), args=c.opt("args", "string", "object")))
+    return tuple(calls)
 
 
 def _result_from(o: _Obj) -> RunResult:
-    usage = o.opt_obj("usage")
-    failure = o.opt_obj("failure")
-    deferred = o.opt_obj("deferred")
+    usage = o.opt_obj("usage", _USAGE_KEYS)
+    failure = o.opt_obj("failure", _FAILURE_KEYS)
+    deferred = o.opt_obj("deferred", _DEFERRED_KEYS)
     return RunResult(
-        status=o.typed("status", str),
-        output=o.get("output", None),
-        usage=None if usage is None else Usage(
-            input_tokens=usage.get("input_tokens", None),
-            output_tokens=usage.get("output_tokens", None),
-            cache_read_tokens=usage.get("cache_read_tokens", None),
-            reasoning_tokens=usage.get("reasoning_tokens", None),
-        ),
-        failure=None if failure is None else Failure(code=failure.typed("code", str),
-                                                     message=failure.typed("message", str)),
+        status=o.choice("status", RUN_STATUSES),  # type: ignore[arg-type]
+        output=o.json("output"),
+        usage=None if usage is None else Usage(**{k: usage.opt(k, "integer") for k in sorted(_USAGE_KEYS)}),
+        failure=None if failure is None else Failure(code=failure.req("code", "string"),
+                                                     message=failure.req("message", "string")),
         deferred=None if deferred is None else Deferred(
             calls=_deferred_list(deferred, "calls"), approvals=_deferred_list(deferred, "approvals")
         ),
     )
 
 
+# ``datetime.fromisoformat`` drops an offset's fraction of a second when its
+# seconds are zero ("+00:00:00.000001" reads as UTC), so such offsets, which
+# ``isoformat`` does write, are parsed here.
+_FRACTIONAL_OFFSET = re.compile(r"([+-])(\d\d):(\d\d):(\d\d)\.(\d{1,6})$")
+
+
+def _parse_datetime(text: str) -> datetime:
+    m = _FRACTIONAL_OFFSET.search(text)
+    if m is None:
+        return datetime.fromisoformat(text)
+    local = datetime.fromisoformat(text[: m.start()])
+    if local.tzinfo is not None:
+        raise ValueError("two offsets")
+    sign, hours, minutes, seconds, fraction = m.groups()
+    offset = timedelta(hours=int(hours), minutes=int(minutes), seconds=int(seconds),
+                       microseconds=int(fraction.ljust(6, "0")))
+    return local.replace(tzinfo=timezone(-offset if sign == "-" else offset))
+
+
 def _datetime_from(o: _Obj, key: str) -> datetime:
-    text = o.typed(key, str)
+    text = o.req(key, "string")
     try:
-        value = datetime.fromisoformat(text)
+        value = _parse_datetime(text)
     except ValueError:
         raise DecodeError(f"field {key} is not an ISO 8601 datetime: {text!r}") from None
     if value.utcoffset() is None:
@@ -323,41 +457,67 @@ def _datetime_from(o: _Obj, key: str) -> datetime:
     return value
 
 
+def _migrate(data: dict[str, Any], version: int, migrations: Mapping[int, Migration] | None) -> dict[str, Any]:
+    seen: set[int] = set()
+    while version != WIRE_VERSION:
+        migrate = None if migrations is None else migrations.get(version)
+        if migrate is None:
+            if version < WIRE_VERSION:
+                raise DecodeError(f"wire version {version} is older than this release reads (version "
+                                  f"{WIRE_VERSION}) and no migration for it was given")
+            raise DecodeError(f"unknown wire version {version} (this release reads version {WIRE_VERSION})")
+        if version in seen:
+            raise DecodeError(f"the migrations lead back to wire version {version}")
+        seen.add(version)
+        try:
+            upgraded = migrate(copy.deepcopy(data))
+        except DecodeError:
+            raise
+        except Exception as e:
+            raise DecodeError(f"migration from wire version {version} failed: {type(e).__name__}: {e}") from e
+        if not isinstance(upgraded, dict):
+            raise DecodeError(f"migration from wire version {version} returned {type(upgraded).__name__}, not dict")
+        data = upgraded
+        version = _Obj(data, "").req("v", "integer")
+    return data
+
+
 def from_json(data: Any, *, migrations: Mapping[int, Migration] | None = None,
               line: int | None = None) -> HarnessStreamEvent:
-    """Decode one wire JSON object.
+    """Decode one wire JSON object into the source item it describes.
 
-    ``migrations`` maps an older version number to a function that upgrades
-    an object of that version to the next version; they are chained until the
-    object is current. Raises DecodeError (a ValueError) naming ``line`` for
-    anything that is not a valid current item.
+    ``migrations`` maps an older version number to a function that takes an
+    object of that version (a deep copy: it may be changed in place) and
+    returns one of a later version; they are chained until the object is
+    current. ``data`` itself is never changed.
+
+    Raises DecodeError (a ValueError) naming ``line`` for anything that is
+    not a valid current item: unknown version, kind, payload type or field;
+    a missing, null or mistyped required field; a value the source model
+    refuses; a migration that fails (its exception is the ``__cause__``).
     """
     try:
         o = _Obj(data, "")
-        version = o.typed("v", int)
-        seen = set()
-        while version != WIRE_VERSION:
-            migrate = (migrations or {}).get(version)
-            if migrate is None or version in seen:
-                raise DecodeError(f"unknown wire version {version} (this release reads v{WIRE_VERSION})")
-            seen.add(version)
-            o = _Obj(migrate(dict(o.data)), "")
-            version = o.typed("v", int)
-        kind = o.typed("kind", str)
+        version = o.req("v", "integer")
+        if version != WIRE_VERSION:
+            o = _Obj(_migrate(o.data, version, migrations), "")
+        kind = o.req("kind", "string")
+        allowed = _ITEM_KEYS.get(kind)
+        if allowed is None:
+            raise DecodeError(f"unknown kind {kind!r} (expected 'event' or 'result')")
+        o.only(allowed)
         head = {
-            "thread_id": o.typed("thread_id", str),
-            "run_id": o.typed("run_id", str),
-            "sequence": o.typed("sequence", int),
+            "thread_id": o.req("thread_id", "string"),
+            "run_id": o.req("run_id", "string"),
+            "sequence": o.req("sequence", "integer"),
             "occurred_at": _datetime_from(o, "occurred_at"),
         }
         if kind == "event":
             return HarnessEvent(**head, event=_payload_from(o.obj("event")))
-        if kind == "result":
-            return HarnessRunResultEvent(**head, result=_result_from(o.obj("result")))
-        raise DecodeError(f"unknown kind {kind!r} (expected 'event' or 'result')")
+        return HarnessRunResultEvent(**head, result=_result_from(o.obj("result", _RESULT_KEYS)))
     except DecodeError as e:
         if e.line is None and line is not None:
-            raise DecodeError(e.reason, line) from None
+            raise e.at(line) from e.__cause__
         raise
     except (TypeError, ValueError) as e:
         raise DecodeError(f"invalid item: {e}", line) from None
@@ -365,14 +525,37 @@ def from_json(data: Any, *, migrations: Mapping[int, Migration] | None = None,
 
 def decode(text: str | bytes, *, migrations: Mapping[int, Migration] | None = None,
            line: int | None = None) -> HarnessStreamEvent:
-    """Decode one wire line; raises DecodeError naming ``line`` on any fault."""
+    """Decode one wire line (str, or UTF-8 bytes) into a source item.
+
+    Surrounding whitespace, including the line's own newline, is ignored.
+    Raises DecodeError (a ValueError) naming ``line`` for malformed JSON,
+    text that is not UTF-8, and everything ``from_json`` refuses; TypeError
+    when ``text`` is neither str nor bytes.
+    """
     if not isinstance(text, (str, bytes)):
         raise TypeError(f"decode() takes str or bytes, not {type(text).__name__}")
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise DecodeError(f"not UTF-8 text ({e.reason} at byte {e.start})", line) from None
+    if not text.strip():
+        raise DecodeError("empty line, expected a JSON object", line)
+    return from_json(parse_json_line(text, line), migrations=migrations, line=line)
+
+
+def parse_json_line(text: str, line: int | None = None) -> Any:
+    """The JSON value of one line of text (its newline ignored), refusing
+    NaN and Infinity. Raises DecodeError naming ``line`` and the column."""
     try:
-        data = _json.loads(text)
+        return _json.loads(text.rstrip("\r\n"))
+    except json.JSONDecodeError as e:
+        where = f"column {e.colno}" if e.msg.endswith(" at") else f"at column {e.colno}"
+        raise DecodeError(f"malformed JSON: {e.msg} {where}", line) from None
     except ValueError as e:
         raise DecodeError(f"malformed JSON: {e}", line) from None
-    return from_json(data, migrations=migrations, line=line)
+    except RecursionError:
+        raise DecodeError("malformed JSON: nested too deeply", line) from None
 
 
 # -- AG-UI output -------------------------------------------------------------------
@@ -380,12 +563,26 @@ def decode(text: str | bytes, *, migrations: Mapping[int, Migration] | None = No
 # Events frames. Both carry the camelCase wire names that AG-UI clients read.
 
 def agui_to_json(event: Any) -> str:
-    """One AG-UI event as compact JSON with camelCase wire names."""
-    return event.model_dump_json(by_alias=True)
+    """One AG-UI event as compact JSON with camelCase wire names (fields that
+    are unset are left out). The text is always UTF-8 encodable. Raises
+    whatever pydantic raises for an object that is not an AG-UI event."""
+    try:
+        return event.model_dump_json(by_alias=True)
+    except PydanticSerializationError:
+        # Only a lone surrogate in some text gets here: pydantic refuses it.
+        text = json.dumps(event.model_dump(mode="json", by_alias=True), separators=(",", ":"), ensure_ascii=False)
+        return _escape_surrogates(text)
 
 
 def sse_frame(event: Any, *, event_id: str | int | None = None) -> str:
     """One Server-Sent Events frame (``id:`` line when given, ``data:`` line,
-    blank line) for an AG-UI event."""
-    head = "" if event_id is None else f"id: {event_id}\n"
+    blank line) for an AG-UI event. Raises ValueError for an id containing a
+    line break, which would end the field early."""
+    if event_id is None:
+        head = ""
+    else:
+        head = str(event_id)
+        if "\n" in head or "\r" in head or "\0" in head:
+            raise ValueError(f"an SSE event id cannot contain a line break or NUL: {head!r}")
+        head = f"id: {head}\n"
     return f"{head}data: {agui_to_json(event)}\n\n"
