@@ -1,0 +1,178 @@
+# History checks: the Harness contract, enforced on any iterable of items.
+#
+# ``check_prefix`` and ``check_tail`` wrap whatever a Host reads its retained
+# history from (a database cursor, a file, a message bus replay) and pass the
+# items through unchanged, checking each before it is handed on: it belongs
+# to the Run being read, its sequence is exactly the next one (no repeat, no
+# step back, no gap) and nothing follows the terminal result; at the end of a
+# prefix, that it reached the handoff cursor the Host asked for. The first
+# fault raises a ``HistoryError`` subclass and the item at fault is never
+# yielded, so ``resume()`` fed through these checks fails before it commits
+# anything and the observer stays fresh.
+#
+# Sequences are contiguous in the Harness contract, and a Run's first item
+# carries ``first_sequence`` (0 unless the Host says otherwise), so a history
+# that starts late is a gap too: a retention hole at the front is still a
+# hole. A tail must start right after its cursor, which is what makes the
+# cutover from replay to live free of gaps and overlaps.
+#
+# Once the item at the cursor has been yielded, a prefix stops pulling, and a
+# tail stops after the terminal result: a Host may pass a live subscription,
+# and the check neither waits on it for an item nobody asked for nor closes
+# it, so the Host can keep reading the same subscription for the tail. (A
+# prefix whose cursor lies beyond the terminal result does read on, to report
+# whatever comes after the terminal result.)
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
+
+from ..source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
+from .errors import (
+    AfterTerminalError,
+    ForeignRunError,
+    IncompletePrefixError,
+    SequenceGapError,
+    SequenceOrderError,
+)
+
+__all__ = ["Cursor", "check_prefix", "check_tail"]
+
+Cursor = int | None
+"""A handoff cursor: the sequence of the last item a prefix holds, or None
+for "before the Run's first item"."""
+
+
+def check_prefix(
+    history: AsyncIterable[HarnessStreamEvent] | Iterable[HarnessStreamEvent],
+    *,
+    run_id: str,
+    through: Cursor,
+    first_sequence: int = 0,
+) -> AsyncIterator[HarnessStreamEvent]:
+    """Pass a Run's retained prefix through, checking the Harness contract.
+
+    ``history`` is an async or plain iterable of one Run's items in source
+    order from its first item (which carries ``first_sequence``). The prefix
+    must end exactly with the item at the handoff cursor ``through``; nothing
+    more is pulled from ``history`` once that item has been yielded, and
+    ``through=None`` is the empty prefix (nothing is pulled at all).
+
+    Returns an async iterator, meant to be passed to ``resume()``. Instead of
+    yielding an item at fault it raises ``ForeignRunError`` (an item of
+    another Run, or of another Thread than the first item),
+    ``SequenceOrderError`` (a repeated or decreasing sequence),
+    ``SequenceGapError`` (skipped sequences, including a late first item),
+    ``AfterTerminalError`` (any item after the terminal result) or, when the
+    iterable ends before ``through``, ``IncompletePrefixError``. All are
+    ``HistoryError``s, hence ``AguiObservationError``s, naming the run id and
+    sequence; a value that is not a source item raises TypeError; errors
+    raised by ``history`` itself propagate unchanged. Bad arguments (blank
+    run id, negative ``first_sequence``, non-int cursor, a cursor before the
+    first sequence) raise at once, from this call. ``history`` is never
+    closed: it belongs to the caller.
+    """
+    _check_args(run_id, through, first_sequence)
+    return _checked(_as_async_iterable(history), run_id, first_sequence, through, prefix=True)
+
+
+def check_tail(
+    history: AsyncIterable[HarnessStreamEvent] | Iterable[HarnessStreamEvent],
+    *,
+    run_id: str,
+    after: Cursor,
+    first_sequence: int = 0,
+) -> AsyncIterator[HarnessStreamEvent]:
+    """Pass the rest of a Run after the handoff cursor ``after`` through, checked.
+
+    The first item must carry the sequence right after ``after`` (the Run's
+    ``first_sequence`` when ``after`` is None), so the tail has neither gap
+    nor overlap with the prefix that ended at ``after``. The iterable may end
+    anywhere; the iterator ends with the terminal result and pulls nothing
+    after it, so a live subscription can be followed to the end of the Run.
+
+    Returns an async iterator and raises exactly as ``check_prefix`` does,
+    except ``IncompletePrefixError`` and ``AfterTerminalError`` (nothing is
+    read after the terminal result).
+    """
+    _check_args(run_id, after, first_sequence)
+    start = first_sequence if after is None else after + 1
+    return _checked(_as_async_iterable(history), run_id, start, None, prefix=False)
+
+
+def _check_args(run_id: str, cursor: Cursor, first_sequence: int) -> None:
+    if not isinstance(run_id, str) or not run_id.strip():
+        raise ValueError(f"run_id must be a non-blank str, not {run_id!r}")
+    if cursor is not None and (not isinstance(cursor, int) or isinstance(cursor, bool)):
+        raise TypeError(f"a cursor is an int sequence or None, not {type(cursor).__name__}")
+    if not isinstance(first_sequence, int) or isinstance(first_sequence, bool) or first_sequence < 0:
+        raise ValueError(f"first_sequence must be an int >= 0, not {first_sequence!r}")
+    if cursor is not None and cursor < first_sequence:
+        raise ValueError(f"cursor {cursor} lies before the Run's first sequence {first_sequence}")
+
+
+def _as_async_iterable(
+    history: AsyncIterable[HarnessStreamEvent] | Iterable[HarnessStreamEvent],
+) -> AsyncIterable[HarnessStreamEvent]:
+    if isinstance(history, AsyncIterable):
+        return history
+    if isinstance(history, Iterable) and not isinstance(history, (str, bytes)):
+        return _as_async(history)
+    raise TypeError(f"history must be an async or plain iterable of items, not {type(history).__name__}")
+
+
+async def _checked(source: AsyncIterable[HarnessStreamEvent], run_id: str, expected: int, through: Cursor, *,
+                   prefix: bool) -> AsyncIterator[HarnessStreamEvent]:
+    if prefix and through is None:
+        return
+    iterator = aiter(source)
+    thread_id: str | None = None
+    terminal: int | None = None
+    last: int | None = None
+    while True:
+        try:
+            item = await anext(iterator)
+        except StopAsyncIteration:
+            break
+        if not isinstance(item, (HarnessEvent, HarnessRunResultEvent)):
+            raise TypeError(f"history of run {run_id!r} yielded {type(item).__name__}, not a source item")
+        seq = item.sequence
+        if item.run_id != run_id:
+            raise ForeignRunError(f"an item of run {item.run_id!r} appeared in this run's history",
+                                  run_id=run_id, sequence=seq)
+        if thread_id is None:
+            thread_id = item.thread_id
+        elif item.thread_id != thread_id:
+            raise ForeignRunError(f"thread changed from {thread_id!r} to {item.thread_id!r}",
+                                  run_id=run_id, sequence=seq)
+        if terminal is not None:
+            raise AfterTerminalError(f"item after the terminal result at sequence {terminal}",
+                                     run_id=run_id, sequence=seq)
+        if seq < expected:
+            what = "repeated" if seq == expected - 1 else "went back"
+            raise SequenceOrderError(f"sequence {what}: {expected} was due", run_id=run_id, sequence=seq,
+                                     expected=expected)
+        if seq > expected:
+            missing = f"{expected}" if seq == expected + 1 else f"{expected} to {seq - 1}"
+            raise SequenceGapError(f"sequence {missing} missing", run_id=run_id,
+                                   sequence=seq, expected=expected)
+        yield item
+        last = seq
+        expected += 1
+        if isinstance(item, HarnessRunResultEvent):
+            if not prefix:
+                return
+            terminal = seq
+        if through is not None and seq == through:
+            return
+    if prefix:
+        ended = "the history was empty" if last is None else f"the history ended at sequence {last}"
+        if terminal is not None:
+            ended += " with the terminal result"
+        raise IncompletePrefixError(f"{ended}, before the handoff cursor {through}", run_id=run_id,
+                                    sequence=last, expected=through)
+
+
+async def _as_async(items: Iterable[HarnessStreamEvent]) -> AsyncIterator[HarnessStreamEvent]:
+    for item in items:
+        yield item

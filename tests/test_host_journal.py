@@ -1,0 +1,371 @@
+"""SqliteSourceJournal: durable appends, checked prefixes and a live tail."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+from harness_agui import DecodeError, HarnessAguiObserver, HarnessStreamEvent, ToolCallPart, encode
+from harness_agui.demo import SourceBuilder, simulated_run
+from harness_agui.host import (
+    AfterTerminalError,
+    ForeignRunError,
+    IncompletePrefixError,
+    JournalConflictError,
+    SequenceGapError,
+    SequenceOrderError,
+    SqliteSourceJournal,
+)
+
+
+@pytest.fixture
+def journal(tmp_path: Path) -> Any:
+    # NORMAL: commits survive a crash of the process, not a power cut; FULL
+    # (the default) costs an fsync per append, which the suite does not need.
+    j = SqliteSourceJournal(tmp_path / "journal.db", poll_interval=0.005, synchronous="NORMAL")
+    yield j
+    j.close()
+
+
+def observations(n: int, run_id: str = "run-1", thread_id: str = "thread-1", *, terminal: bool = True,
+                 ) -> list[HarnessStreamEvent]:
+    b = SourceBuilder(thread_id, run_id)
+    for i in range(n - 1 if terminal else n):
+        b.observation("step", {"i": i})
+    if terminal:
+        b.completed("done")
+    return b.items
+
+
+async def collect(iterator: AsyncIterator[HarnessStreamEvent]) -> list[HarnessStreamEvent]:
+    return [item async for item in iterator]
+
+
+def rows(path: str) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(path) as conn:
+        return conn.execute("SELECT run_id, sequence, line FROM harness_source_items ORDER BY run_id, sequence"
+                            ).fetchall()
+
+
+# -- append ------------------------------------------------------------------------
+
+def test_append_stores_the_item_in_the_wire_format_and_returns_true(journal):
+    items = simulated_run()
+    assert all(journal.append(item) for item in items)
+    stored = rows(journal.path)
+    assert [line for _, _, line in stored] == [encode(item) for item in items]
+    assert journal.cursor("run-demo") == len(items) - 1
+    assert journal.finished("run-demo")
+
+
+def test_the_database_is_in_wal_mode(journal):
+    with sqlite3.connect(journal.path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_appending_the_identical_item_again_is_a_no_op(journal):
+    items = observations(3)
+    for item in items:
+        journal.append(item)
+    before = rows(journal.path)
+    assert journal.append(items[1]) is False
+    assert journal.append(attrs.evolve(items[2])) is False
+    assert rows(journal.path) == before
+
+
+def test_an_equal_item_whose_json_keys_come_in_another_order_is_a_duplicate(journal):
+    b = SourceBuilder()
+    b.tool_call(0, "search", "call-1", [])
+    start = b.items[0]
+    journal.append(start)
+    reordered = attrs.evolve(b.items[1], event=attrs.evolve(
+        b.items[1].event, part=ToolCallPart(tool_name="search", args={"b": 1, "a": 2}, tool_call_id="call-1")))
+    journal.append(reordered)
+    again = attrs.evolve(reordered, event=attrs.evolve(
+        reordered.event, part=ToolCallPart(tool_name="search", args={"a": 2, "b": 1}, tool_call_id="call-1")))
+    assert encode(again) != encode(reordered)
+    assert journal.append(again) is False
+
+
+def test_a_different_item_at_a_stored_sequence_is_a_conflict_and_writes_nothing(journal):
+    items = observations(3)
+    for item in items[:2]:
+        journal.append(item)
+    before = rows(journal.path)
+    other = attrs.evolve(items[1], event=attrs.evolve(items[1].event, value={"i": 99}))
+    with pytest.raises(JournalConflictError) as info:
+        journal.append(other)
+    assert (info.value.run_id, info.value.sequence) == ("run-1", 1)
+    assert isinstance(info.value, ValueError)
+    assert rows(journal.path) == before
+
+
+def test_an_append_that_would_leave_a_gap_is_refused(journal):
+    items = observations(5)
+    journal.append(items[0])
+    with pytest.raises(SequenceGapError) as info:
+        journal.append(items[2])
+    assert (info.value.run_id, info.value.sequence, info.value.expected) == ("run-1", 2, 1)
+    assert journal.cursor("run-1") == 0
+
+
+def test_a_run_must_start_at_its_first_sequence(tmp_path):
+    items = observations(4)
+    with SqliteSourceJournal(tmp_path / "a.db") as journal:
+        with pytest.raises(SequenceGapError):
+            journal.append(items[1])
+        assert journal.cursor("run-1") is None
+    late = SourceBuilder("thread-1", "run-1", first_sequence=5).observation("x", 1).items
+    with SqliteSourceJournal(tmp_path / "b.db", first_sequence=5) as journal:
+        assert journal.append(late[0])
+        with pytest.raises(SequenceOrderError):
+            journal.append(items[0])
+
+
+def test_nothing_can_be_appended_after_the_terminal_result(journal):
+    items = observations(3)
+    for item in items:
+        journal.append(item)
+    with pytest.raises(AfterTerminalError):
+        journal.append(attrs.evolve(items[0], sequence=3))
+    assert journal.cursor("run-1") == 2
+
+
+def test_a_run_cannot_change_thread(journal):
+    items = observations(3)
+    journal.append(items[0])
+    with pytest.raises(ForeignRunError):
+        journal.append(attrs.evolve(items[1], thread_id="thread-2"))
+    assert journal.cursor("run-1") == 0
+
+
+def test_append_refuses_what_is_not_a_source_item(journal):
+    with pytest.raises(TypeError):
+        journal.append({"sequence": 0})
+
+
+def test_runs_are_listed_per_thread_in_append_order(journal):
+    for item in observations(2, "run-b", "thread-1") + observations(2, "run-a", "thread-1") + observations(
+            1, "run-c", "thread-2"):
+        journal.append(item)
+    assert journal.runs() == ("run-b", "run-a", "run-c")
+    assert journal.runs("thread-1") == ("run-b", "run-a")
+    assert journal.runs("nobody") == ()
+
+
+# -- read_prefix ---------------------------------------------------------------------
+
+def test_read_prefix_gives_the_exact_prefix_and_resume_rebuilds_the_projection(journal):
+    items = simulated_run()
+    for item in items:
+        journal.append(item)
+    cut = 30
+    assert asyncio.run(collect(journal.read_prefix("run-demo", through=cut))) == items[:cut + 1]
+    observer = HarnessAguiObserver()
+    asyncio.run(observer.resume(journal.read_prefix("run-demo", through=cut)))
+    reference = HarnessAguiObserver()
+    for item in items[:cut + 1]:
+        reference.observe(item)
+    assert observer.snapshot() == reference.snapshot()
+
+
+def test_a_prefix_longer_than_one_page_is_read_whole_and_in_order(journal):
+    items = observations(700)
+    for item in items:
+        journal.append(item)
+    assert asyncio.run(collect(journal.read_prefix("run-1", through=699))) == items
+    assert asyncio.run(collect(journal.read_prefix("run-1", through=300))) == items[:301]
+
+
+def test_the_empty_prefix_reads_nothing(journal):
+    assert asyncio.run(collect(journal.read_prefix("run-1", through=None))) == []
+
+
+def test_a_prefix_beyond_what_is_stored_fails_resume_and_leaves_the_observer_fresh(journal):
+    for item in observations(5, terminal=False):
+        journal.append(item)
+    observer = HarnessAguiObserver()
+    with pytest.raises(IncompletePrefixError) as info:
+        asyncio.run(observer.resume(journal.read_prefix("run-1", through=7)))
+    assert (info.value.sequence, info.value.expected) == (4, 7)
+    assert observer.is_fresh
+
+
+def test_a_row_removed_behind_the_journals_back_is_reported_as_a_gap(journal):
+    for item in observations(6):
+        journal.append(item)
+    with sqlite3.connect(journal.path) as conn:
+        conn.execute("DELETE FROM harness_source_items WHERE sequence = 3")
+    with pytest.raises(SequenceGapError) as info:
+        asyncio.run(collect(journal.read_prefix("run-1", through=5)))
+    assert (info.value.sequence, info.value.expected) == (4, 3)
+
+
+def test_a_journal_reopened_from_the_same_file_reads_what_was_appended(tmp_path):
+    items = simulated_run()
+    with SqliteSourceJournal(tmp_path / "j.db") as first:
+        for item in items:
+            first.append(item)
+    with SqliteSourceJournal(tmp_path / "j.db") as second:
+        assert second.cursor("run-demo") == len(items) - 1
+        assert asyncio.run(collect(second.read_prefix("run-demo", through=len(items) - 1))) == items
+        assert second.append(items[-1]) is False
+
+
+def _v0(item: HarnessStreamEvent) -> str:
+    # What a hypothetical older release wrote: version 0 called "sequence" "seq".
+    line = encode(item)
+    return line.replace('"v":1', '"v":0', 1).replace('"sequence":', '"seq":', 1)
+
+
+def _migrate_v0(data: dict[str, Any]) -> dict[str, Any]:
+    data = dict(data)
+    data["sequence"] = data.pop("seq")
+    data["v"] = 1
+    return data
+
+
+def test_rows_of_an_older_wire_version_are_read_through_the_migration_hook(tmp_path):
+    items = observations(3)
+    path = tmp_path / "old.db"
+    SqliteSourceJournal(path).close()
+    with sqlite3.connect(path) as conn:
+        conn.executemany(
+            "INSERT INTO harness_source_items (run_id, sequence, thread_id, terminal, line) VALUES (?, ?, ?, ?, ?)",
+            [(i.run_id, i.sequence, i.thread_id, int(i is items[-1]), _v0(i)) for i in items[:2]])
+    with SqliteSourceJournal(path) as plain:
+        with pytest.raises(DecodeError, match="run 'run-1' at sequence 0: .*version 0"):
+            asyncio.run(collect(plain.read_prefix("run-1", through=1)))
+    with SqliteSourceJournal(path, migrations={0: _migrate_v0}) as migrating:
+        assert asyncio.run(collect(migrating.read_prefix("run-1", through=1))) == items[:2]
+        assert migrating.append(items[1]) is False
+        assert migrating.append(items[2]) is True
+        assert asyncio.run(collect(migrating.read_prefix("run-1", through=2))) == items
+
+
+# -- tail ----------------------------------------------------------------------------
+
+def test_the_tail_follows_new_appends_until_the_terminal_result(journal):
+    items = simulated_run()
+    cut = 20
+    for item in items[:cut + 1]:
+        journal.append(item)
+
+    async def scenario() -> tuple[list[HarnessStreamEvent], list[HarnessStreamEvent]]:
+        prefix = await collect(journal.read_prefix("run-demo", through=cut))
+
+        async def harness() -> None:
+            for item in items[cut + 1:]:
+                await asyncio.sleep(0.001)
+                journal.append(item)
+
+        writer = asyncio.create_task(harness())
+        tail = await collect(journal.tail("run-demo", after=cut))
+        await writer
+        return prefix, tail
+
+    prefix, tail = asyncio.run(scenario())
+    assert prefix + tail == items
+    assert tail[0].sequence == cut + 1
+
+
+def test_the_tail_follows_appends_made_by_another_thread(journal):
+    items = observations(60)
+    journal.append(items[0])
+    done = threading.Event()
+
+    def writer() -> None:
+        for item in items[1:]:
+            journal.append(item)
+        done.set()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    tail = asyncio.run(collect(journal.tail("run-1", after=0)))
+    thread.join()
+    assert done.is_set() and tail == items[1:]
+
+
+def test_a_tail_from_the_start_reads_the_whole_run(journal):
+    items = observations(5)
+    for item in items:
+        journal.append(item)
+    assert asyncio.run(collect(journal.tail("run-1", after=None))) == items
+
+
+def test_a_tail_after_the_terminal_result_ends_at_once(journal):
+    items = observations(4)
+    for item in items:
+        journal.append(item)
+    assert asyncio.run(collect(journal.tail("run-1", after=3))) == []
+
+
+def test_a_tail_cursor_beyond_the_terminal_result_is_an_error(journal):
+    for item in observations(4):
+        journal.append(item)
+    with pytest.raises(AfterTerminalError):
+        asyncio.run(collect(journal.tail("run-1", after=6)))
+
+
+def test_cancelling_a_waiting_tail_stops_it(journal):
+    journal.append(observations(2)[0])
+
+    async def scenario() -> list[int]:
+        seen: list[int] = []
+
+        async def consume() -> None:
+            async for item in journal.tail("run-1", after=None):
+                seen.append(item.sequence)
+
+        task = asyncio.create_task(consume())
+        while not seen:
+            await asyncio.sleep(0.001)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return seen
+
+    assert asyncio.run(scenario()) == [0]
+
+
+# -- lifecycle -----------------------------------------------------------------------
+
+def test_an_in_memory_database_is_refused():
+    with pytest.raises(ValueError, match="in-memory"):
+        SqliteSourceJournal(":memory:")
+
+
+def test_bad_settings_are_refused(tmp_path):
+    with pytest.raises(ValueError):
+        SqliteSourceJournal(tmp_path / "x.db", poll_interval=0)
+    with pytest.raises(ValueError):
+        SqliteSourceJournal(tmp_path / "x.db", synchronous="SOMETIMES")
+    with pytest.raises(ValueError):
+        SqliteSourceJournal(tmp_path / "x.db", first_sequence=-1)
+
+
+def test_a_closed_journal_refuses_to_work(tmp_path):
+    journal = SqliteSourceJournal(tmp_path / "c.db")
+    journal.close()
+    journal.close()
+    with pytest.raises(ValueError, match="closed"):
+        journal.append(observations(1)[0])
+    assert "closed" in repr(journal)
+
+
+def test_a_long_lived_journal_keeps_one_connection_per_live_thread(journal):
+    for item in observations(3):
+        journal.append(item)
+    for _ in range(5):  # every asyncio.run has its own worker threads
+        assert len(asyncio.run(collect(journal.read_prefix("run-1", through=2)))) == 3
+    alive = {t for t in threading.enumerate()}
+    owners = [t for t, _ in journal._db._conns]
+    assert len(owners) == len(set(owners))
+    assert sum(1 for t in owners if t not in alive) <= 1  # only the last run's worker may be gone yet
