@@ -1,6 +1,7 @@
 # Two entry points do all set-up on a fresh machine:
 #   make demo   - install into .venv, then run the main job on built-in data
 #   make test   - install into .venv, then run the whole test suite
+#   make bench  - the benchmark (not part of the tests); results in bench/results/
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -19,8 +20,12 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(PY) -m pytest
 
+bench: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e '.[bench]'
+	$(PY) -m bench.run
+
 lint: $(VENV)/.installed
-	$(PY) -m ruff check harness_agui tests
+	$(PY) -m ruff check harness_agui tests examples bench
 	$(PY) -m mypy
 
 clean:

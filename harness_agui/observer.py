@@ -17,7 +17,7 @@ from ag_ui.core import BaseEvent
 
 from ._events import EventLog
 from .errors import AguiObservationError
-from .reduce import Processor, advance
+from .reduce import Processor, advance, step
 from .source import HarnessStreamEvent
 from .state import INITIAL_STATE, ProjectionState
 
@@ -108,11 +108,11 @@ class HarnessAguiObserver:
         """
         if self._resuming:
             raise AguiObservationError("observe() called while resume() is in progress")
-        before = self._state
-        after = advance(before, item, self._processor)
-        self._state = after
-        records = after.events[len(before.events):]
-        return tuple(r[0].build(r) for r in records)
+        self._state, records = step(self._state, item, self._processor)
+        if len(records) == 1:
+            record = records[0]
+            return (record[0].build(record),)
+        return tuple([r[0].build(r) for r in records])
 
     async def resume(self, history: AsyncIterable[HarnessStreamEvent] | Iterable[HarnessStreamEvent]) -> None:
         """Rebuild the projection from the retained prefix of this Run.
@@ -151,6 +151,11 @@ class HarnessAguiObserver:
             self._resuming = False
         self._state = staged
         self._resumed = True
+
+    def _repr_html_(self) -> str:
+        from .views import observer_html
+
+        return observer_html(self)
 
     def __repr__(self) -> str:
         if self._resuming:

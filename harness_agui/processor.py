@@ -29,12 +29,33 @@ def apply_processor(processor: Callable[[Any, BaseEvent], BaseEvent | None], ite
     """The records that remain after ``processor`` saw each one's event."""
     out = []
     for record in records:
-        result = processor(item, record[0].build(record))
-        if result is not None:
-            kept = capture(record, result, item.sequence)
-            if kept is not None:
-                out.append(kept)
+        kind: Kind = record[0]
+        event = kind.build(record)
+        # What the processor was shown, to recognise an answer that changed
+        # nothing without building the event a second time. Only for kinds
+        # without JSON fields: a shallow copy cannot see a JSON value that
+        # was mutated in place, and capture() must report that.
+        shown = None if kind.json_fields else event.__dict__.copy()
+        result = processor(item, event)
+        if result is None:
+            continue
+        if (shown is not None and type(result) is kind.cls and result.__dict__ == shown
+                and not result.__pydantic_extra__ and _content_kept(kind, record, result)):
+            out.append(record)
+            continue
+        kept = capture(record, result, item.sequence)
+        if kept is not None:
+            out.append(kept)
     return out
+
+
+def _content_kept(kind: Kind, record: Record, event: Any) -> bool:
+    """Whether capture() would keep ``record`` as it is for an ``event``
+    whose fields all equal the ones it was built with."""
+    at = kind.content_at
+    if at is None:
+        return True
+    return type(getattr(event, kind.fields[at - 2])) is str and record[at] != ""
 
 
 def capture(record: Record, event: Any, sequence: int | None = None) -> Record | None:

@@ -34,7 +34,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import attrs
 from ag_ui.core import BaseEvent
 from pyrsistent import PMap
 
@@ -98,13 +97,20 @@ def reduce(
     processor that breaks its contract; exceptions from the processor itself
     propagate. In every case no new state exists.
     """
-    new = advance(state, item, processor)
-    return new, tuple(ev.build(r) for r in new.events[len(state.events):])
+    new, records = step(state, item, processor)
+    return new, tuple(ev.build(r) for r in records)
 
 
 def advance(state: ProjectionState, item: HarnessStreamEvent, processor: Processor | None = None) -> ProjectionState:
     """The new state after ``item``; the events it produced are the records
     appended to ``state.events``. See ``reduce`` for what it raises."""
+    return step(state, item, processor)[0]
+
+
+def step(state: ProjectionState, item: HarnessStreamEvent,
+         processor: Processor | None = None) -> tuple[ProjectionState, list[Record]]:
+    """``advance``, also returning the records it appended (the observer's
+    hot path: no slicing of the accumulated records)."""
     if not isinstance(item, (HarnessEvent, HarnessRunResultEvent)):
         raise TypeError(f"expected HarnessEvent or HarnessRunResultEvent, not {type(item).__name__}")
     seq = item.sequence
@@ -136,9 +142,9 @@ def advance(state: ProjectionState, item: HarnessStreamEvent, processor: Process
         records.extend(_terminal(item, ts))
         parts, request, parent, finished = (), state.request_index, None, True
     else:
+        payload = item.event
         parts, calls, request, parent = _project(state, item, ts, records)
         finished = False
-        payload = item.event
         if isinstance(payload, PartStartEvent) and not isinstance(payload.part, ToolCallPart):
             started = _find(parts, payload.index)
             assert started is not None
@@ -149,7 +155,7 @@ def advance(state: ProjectionState, item: HarnessStreamEvent, processor: Process
     return ProjectionState(
         item.thread_id, item.run_id, seq, finished, request, parent, parts, calls, messages,
         state.events.extend(records) if records else state.events,
-    )
+    ), records
 
 
 _Cursor = tuple[tuple[OpenPart, ...], PMap, "int | None", "str | None"]
@@ -160,17 +166,18 @@ def _project(state: ProjectionState, item: HarnessEvent, ts: int, out: list[Reco
     (parts, calls, request index, parent message id)."""
     parts, calls, request, parent = state.parts, state.calls, state.request_index, state.parent_message_id
     payload = item.event
+    if type(payload) is PartDeltaEvent:  # the token-by-token hot path, before the general dispatch
+        index, delta = payload.index, payload.delta
+        # Usually exactly one part is open and streaming: skip the search.
+        part = parts[0] if len(parts) == 1 and parts[0].index == index else _open_part(parts, index, item)
+        kind = _KIND_OF_DELTA[type(delta)]
+        if kind != part.kind:
+            raise AguiObservationError(
+                f"part {index} changed kind from {part.kind} to {kind} before its end", sequence=item.sequence
+            )
+        part = _delta(part, delta, ts, parent, out, item.sequence)
+        return _replace(parts, part), calls, request, parent
     match payload:
-        case PartDeltaEvent(index=index, delta=delta):
-            part = _open_part(parts, index, item)
-            kind = _KIND_OF_DELTA[type(delta)]
-            if kind != part.kind:
-                raise AguiObservationError(
-                    f"part {index} changed kind from {part.kind} to {kind} before its end", sequence=item.sequence
-                )
-            part = _delta(part, delta, ts, parent, out, item.sequence)
-            return _replace(parts, part), calls, request, parent
-
         case PartStartEvent(index=index, part=source_part):
             if (open_ := _find(parts, index)) is not None:
                 raise AguiObservationError(
@@ -244,6 +251,8 @@ def _open_part(parts: tuple[OpenPart, ...], index: int, item: HarnessEvent) -> O
 def _replace(parts: tuple[OpenPart, ...], part: OpenPart) -> tuple[OpenPart, ...]:
     """``parts`` with ``part`` in place of the one at its index (or added, in index order)."""
     index = part.index
+    if len(parts) == 1 and parts[0].index == index:  # the usual case: one part streaming
+        return (part,)
     for i, p in enumerate(parts):
         if p.index == index:
             return parts[:i] + (part,) + parts[i + 1:]
@@ -305,60 +314,58 @@ def _start_tool_call(part: OpenPart, ts: int, parent: str | None, out: list[Reco
     return _evolve(part, started=True, streamed=len(part.pending), pending="")
 
 
-_evolve = attrs.evolve
+def _evolve(part: OpenPart, **changes: Any) -> OpenPart:
+    # attrs.evolve, without its per-call introspection (OpenPart has no
+    # validators or converters to re-run).
+    return OpenPart(**{**vars(part), **changes})
 
 
 def _delta(part: OpenPart, delta: Any, ts: int, parent: str | None, out: list[Record], seq: int) -> OpenPart:
-    match delta:
-        case TextPartDelta(content_delta=text):
-            if not text:
-                return part
-            out.append((ev.TEXT_CONTENT, ts, part.message_id, text))
-            return OpenPart(part.index, "text", part.message_id, part.part_id, part.streamed + len(text))
-
-        case ThinkingPartDelta(content_delta=text, signature_delta=signature):
-            if text:
-                out.append((ev.REASONING_CONTENT, ts, part.message_id, text))
-            if signature:
-                return _evolve(part, streamed=part.streamed + len(text or ""),
-                               signature=(part.signature or "") + signature)
-            if not text:
-                return part
-            return OpenPart(part.index, "thinking", part.message_id, part.part_id, part.streamed + len(text),
-                            signature=part.signature)
-
-        case ToolCallPartDelta(tool_name_delta=name, args_delta=args, tool_call_id=call_id):
-            if call_id is not None and call_id != part.message_id:
-                raise AguiObservationError(
-                    f"part {part.index} changed tool call id from {part.message_id!r} to {call_id!r} before its end",
-                    sequence=seq,
-                )
-            if name:
-                if part.started:
-                    raise AguiObservationError(
-                        f"tool call {part.message_id!r} changed its name after TOOL_CALL_START", sequence=seq
-                    )
-                part = _evolve(part, tool_name=part.tool_name + name)
-            if isinstance(args, dict):
-                if part.streamed or part.pending:
-                    raise AguiObservationError(
-                        f"tool call {part.message_id!r} mixed text args with object args", sequence=seq
-                    )
-                merged = {**_json.loads(part.dict_args), **args} if part.dict_args else args
-                return _evolve(part, dict_args=_json.dumps(merged))
-            if args:
-                if part.dict_args is not None:
-                    raise AguiObservationError(
-                        f"tool call {part.message_id!r} mixed object args with text args", sequence=seq
-                    )
-                if part.started:
-                    out.append((ev.TOOL_ARGS, ts, part.message_id, args))
-                    return _evolve(part, streamed=part.streamed + len(args))
-                part = _evolve(part, pending=part.pending + args)
-                if part.tool_name:
-                    part = _start_tool_call(part, ts, parent, out)
+    # Type checks rather than ``match`` class patterns: this runs once per token.
+    mid = part.message_id
+    if type(delta) is TextPartDelta:
+        text = delta.content_delta
+        if not text:
             return part
-    raise TypeError(f"not a part delta: {type(delta).__name__}")  # unreachable
+        out.append((ev.TEXT_CONTENT, ts, mid, text))
+        return OpenPart(part.index, "text", mid, part.part_id, part.streamed + len(text))
+
+    if type(delta) is ThinkingPartDelta:
+        text, signature = delta.content_delta, delta.signature_delta
+        if text:
+            out.append((ev.REASONING_CONTENT, ts, mid, text))
+        if signature:
+            return _evolve(part, streamed=part.streamed + len(text or ""), signature=(part.signature or "") + signature)
+        if not text:
+            return part
+        return OpenPart(part.index, "thinking", mid, part.part_id, part.streamed + len(text), signature=part.signature)
+
+    assert type(delta) is ToolCallPartDelta
+    name, args, call_id = delta.tool_name_delta, delta.args_delta, delta.tool_call_id
+    if call_id is not None and call_id != mid:
+        raise AguiObservationError(
+            f"part {part.index} changed tool call id from {mid!r} to {call_id!r} before its end", sequence=seq
+        )
+    if name:
+        if part.started:
+            raise AguiObservationError(f"tool call {mid!r} changed its name after TOOL_CALL_START", sequence=seq)
+        part = _evolve(part, tool_name=part.tool_name + name)
+    if isinstance(args, dict):
+        if part.streamed or part.pending:
+            raise AguiObservationError(f"tool call {mid!r} mixed text args with object args", sequence=seq)
+        merged = {**_json.loads(part.dict_args), **args} if part.dict_args else args
+        return _evolve(part, dict_args=_json.dumps(merged))
+    if args:
+        if part.dict_args is not None:
+            raise AguiObservationError(f"tool call {mid!r} mixed object args with text args", sequence=seq)
+        if part.started:
+            out.append((ev.TOOL_ARGS, ts, mid, args))
+            return OpenPart(part.index, "tool_call", mid, part.part_id, part.streamed + len(args),
+                            True, part.tool_name, part.pending, part.dict_args, part.signature)
+        part = _evolve(part, pending=part.pending + args)
+        if part.tool_name:
+            part = _start_tool_call(part, ts, parent, out)
+    return part
 
 
 def _check_same_part(part: OpenPart, final: Part, seq: int) -> None:

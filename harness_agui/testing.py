@@ -245,7 +245,8 @@ class _RunWriter:
 
     def _new_index(self) -> int:
         closed = sorted(self.used_indices - set(self.open))
-        if closed and self.draw(_BOOLS):
+        reuse: bool = bool(closed) and self.draw(_BOOLS)
+        if reuse:
             return int(_pick(self.draw, closed))
         index = max(self.used_indices, default=-1) + _pick(self.draw, (1, 1, 2))
         self.used_indices.add(index)

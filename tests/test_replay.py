@@ -37,8 +37,7 @@ from harness_agui.replay import (
     part_steps,
     steps,
 )
-from harness_agui.testing import FAULTS
-from harness_agui.testing import histories, invalid_cases, replay_stable_processors
+from harness_agui.testing import FAULTS, histories, invalid_cases, replay_stable_processors
 
 # -- helpers --------------------------------------------------------------------------------
 

@@ -1,0 +1,1 @@
+"""The harness-agui benchmark: ``python -m bench.run`` (see bench/run.py)."""
