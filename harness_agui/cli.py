@@ -146,13 +146,19 @@ def _open_input(path: str, *, rewindable: bool) -> tuple[str, IO[bytes] | str]:
 def _runs_in(name: str, source: IO[bytes] | str) -> list[str]:
     """The Runs a file names, in order of appearance. Lines that do not
     decode are left to the replay itself, which fails when it reaches one:
-    a prefix before a damaged line can still be replayed."""
+    a prefix before a damaged line can still be replayed. When no line
+    decodes at all, the first line's DecodeError is raised."""
     runs: dict[str, None] = {}
+    first_error: DecodeError | None = None
     for scanned in scan_journal(source, name=name):
         if scanned.run_id is not None:
             runs.setdefault(scanned.run_id)
+        elif first_error is None:
+            first_error = scanned.error
     if not isinstance(source, str):
         source.seek(0)
+    if not runs and first_error is not None:
+        raise first_error
     return list(runs)
 
 

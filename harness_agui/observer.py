@@ -108,11 +108,15 @@ class HarnessAguiObserver:
         """
         if self._resuming:
             raise AguiObservationError("observe() called while resume() is in progress")
-        self._state, records = step(self._state, item, self._processor)
+        state, records = step(self._state, item, self._processor)
+        # Build before committing: nothing may fail after the state is swapped.
         if len(records) == 1:
             record = records[0]
-            return (record[0].build(record),)
-        return tuple([r[0].build(r) for r in records])
+            events: tuple[BaseEvent, ...] = (record[0].build(record),)
+        else:
+            events = tuple([r[0].build(r) for r in records])
+        self._state = state
+        return events
 
     async def resume(self, history: AsyncIterable[HarnessStreamEvent] | Iterable[HarnessStreamEvent]) -> None:
         """Rebuild the projection from the retained prefix of this Run.

@@ -104,7 +104,8 @@ def capture(record: Record, event: Any, sequence: int | None = None) -> Record |
             )
         if content == "" and kind.content == "delta":
             return None
-        value = content
+        # Keep an exact str: a subclass instance belongs to the processor.
+        value = content if type(content) is str else str.__str__(content)
     if value == record[at]:
         return record
     return record[:at] + (value,) + record[at + 1:]

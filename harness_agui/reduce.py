@@ -44,6 +44,7 @@ from .codec import payload_to_json, result_to_json
 from .errors import AguiObservationError
 from .processor import apply_processor
 from .source import (
+    MAX_JSON_INT,
     ExtensionEvent,
     HarnessEvent,
     HarnessRunResultEvent,
@@ -331,14 +332,16 @@ def _delta(part: OpenPart, delta: Any, ts: int, parent: str | None, out: list[Re
         return OpenPart(part.index, "text", mid, part.part_id, part.streamed + len(text))
 
     if type(delta) is ThinkingPartDelta:
-        text, signature = delta.content_delta, delta.signature_delta
-        if text:
-            out.append((ev.REASONING_CONTENT, ts, mid, text))
+        thought, signature = delta.content_delta, delta.signature_delta
+        if thought:
+            out.append((ev.REASONING_CONTENT, ts, mid, thought))
         if signature:
-            return _evolve(part, streamed=part.streamed + len(text or ""), signature=(part.signature or "") + signature)
-        if not text:
+            return _evolve(part, streamed=part.streamed + len(thought or ""),
+                           signature=(part.signature or "") + signature)
+        if not thought:
             return part
-        return OpenPart(part.index, "thinking", mid, part.part_id, part.streamed + len(text), signature=part.signature)
+        return OpenPart(part.index, "thinking", mid, part.part_id, part.streamed + len(thought),
+                        signature=part.signature)
 
     assert type(delta) is ToolCallPartDelta
     name, args, call_id = delta.tool_name_delta, delta.args_delta, delta.tool_call_id
@@ -378,6 +381,10 @@ def _check_same_part(part: OpenPart, final: Part, seq: int) -> None:
             raise AguiObservationError(
                 f"part {part.index} ended as tool call {final.tool_call_id!r}, started as {part.message_id!r}",
                 sequence=seq,
+            )
+        if isinstance(final.args, dict) and (part.streamed or part.pending):
+            raise AguiObservationError(
+                f"tool call {part.message_id!r} streamed text args but ended with object args", sequence=seq
             )
         if part.started and final.tool_name != part.tool_name:
             raise AguiObservationError(
@@ -502,7 +509,7 @@ def _usage(result: RunResult) -> str | None:
         "reasoning_tokens": u.reasoning_tokens,
         "cached_input_tokens": u.cache_read_tokens,
     }
-    if u.input_tokens is not None and u.output_tokens is not None:
+    if u.input_tokens is not None and u.output_tokens is not None and u.input_tokens + u.output_tokens <= MAX_JSON_INT:
         entry["total_tokens"] = u.input_tokens + u.output_tokens
     entry = {k: v for k, v in entry.items() if v is not None}
     return _json.dumps([entry]) if entry else None

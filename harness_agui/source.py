@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Literal
 
 import attrs
@@ -108,6 +108,16 @@ def _opt_non_negative_int(inst: Any, attr: attrs.Attribute, value: Any) -> None:
         _non_negative_int(inst, attr, value)
 
 
+MAX_JSON_INT = 2**53 - 1
+"""The largest integer every JSON reader keeps exactly (AG-UI's bound for counts)."""
+
+
+def _token_count(inst: Any, attr: attrs.Attribute, value: Any) -> None:
+    _opt_non_negative_int(inst, attr, value)
+    if value is not None and value > MAX_JSON_INT:
+        raise ValueError(f"{type(inst).__name__}.{attr.name} must be <= 2**53 - 1, got {value}")
+
+
 def _one_of(choices: tuple[str, ...]) -> Any:
     def check(inst: Any, attr: attrs.Attribute, value: Any) -> None:
         _str(inst, attr, value)
@@ -145,6 +155,17 @@ def _instance(*types: type) -> Any:
             raise _type_error(inst, attr, value, names)
 
     return check
+
+
+def _fixed_offset(value: Any) -> Any:
+    """An aware datetime with a zone (say ZoneInfo) as the same instant at a
+    fixed UTC offset, so that it survives the wire format unchanged (an
+    ambiguous local time never compares equal across zones otherwise)."""
+    if isinstance(value, datetime) and value.tzinfo is not None and type(value.tzinfo) is not timezone:
+        offset = value.utcoffset()
+        if offset is not None:
+            return value.astimezone(timezone(offset))
+    return value
 
 
 def _aware(inst: Any, attr: attrs.Attribute, value: Any) -> None:
@@ -285,10 +306,10 @@ _PAYLOADS = (
 
 @attrs.frozen
 class Usage:
-    input_tokens: int | None = attrs.field(default=None, validator=_opt_non_negative_int)
-    output_tokens: int | None = attrs.field(default=None, validator=_opt_non_negative_int)
-    cache_read_tokens: int | None = attrs.field(default=None, validator=_opt_non_negative_int)
-    reasoning_tokens: int | None = attrs.field(default=None, validator=_opt_non_negative_int)
+    input_tokens: int | None = attrs.field(default=None, validator=_token_count)
+    output_tokens: int | None = attrs.field(default=None, validator=_token_count)
+    cache_read_tokens: int | None = attrs.field(default=None, validator=_token_count)
+    reasoning_tokens: int | None = attrs.field(default=None, validator=_token_count)
 
 
 @attrs.frozen
@@ -352,7 +373,7 @@ class HarnessEvent:
     thread_id: str = attrs.field(validator=_id)
     run_id: str = attrs.field(validator=_id)
     sequence: int = attrs.field(validator=_non_negative_int)
-    occurred_at: datetime = attrs.field(validator=_aware)
+    occurred_at: datetime = attrs.field(converter=_fixed_offset, validator=_aware)
     event: Payload = attrs.field(validator=_instance(*_PAYLOADS))
 
 
@@ -363,7 +384,7 @@ class HarnessRunResultEvent:
     thread_id: str = attrs.field(validator=_id)
     run_id: str = attrs.field(validator=_id)
     sequence: int = attrs.field(validator=_non_negative_int)
-    occurred_at: datetime = attrs.field(validator=_aware)
+    occurred_at: datetime = attrs.field(converter=_fixed_offset, validator=_aware)
     result: RunResult = attrs.field(validator=_instance(RunResult))
 
 
