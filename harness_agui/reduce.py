@@ -64,7 +64,7 @@ from .source import (
     ToolCallPartDelta,
     ToolResultEvent,
 )
-from .state import OpenPart, PartKind, ProjectionState
+from .state import OpenPart, PartKind, ProjectionState, find_part
 
 __all__ = ["Processor", "reduce", "advance", "INPUT_CHUNK_CHARS", "CUSTOM_MAX_CHARS", "CUSTOM_FRAGMENT_CHARS"]
 
@@ -147,7 +147,7 @@ def step(state: ProjectionState, item: HarnessStreamEvent,
         parts, calls, request, parent = _project(state, item, ts, records)
         finished = False
         if isinstance(payload, PartStartEvent) and not isinstance(payload.part, ToolCallPart):
-            started = _find(parts, payload.index)
+            started = find_part(parts, payload.index)
             assert started is not None
             messages = messages.add(started.message_id)
 
@@ -180,7 +180,7 @@ def _project(state: ProjectionState, item: HarnessEvent, ts: int, out: list[Reco
         return _replace(parts, part), calls, request, parent
     match payload:
         case PartStartEvent(index=index, part=source_part):
-            if (open_ := _find(parts, index)) is not None:
+            if (open_ := find_part(parts, index)) is not None:
                 raise AguiObservationError(
                     f"part {index} started again before its {open_.kind} part ended", sequence=item.sequence
                 )
@@ -234,15 +234,8 @@ def _project(state: ProjectionState, item: HarnessEvent, ts: int, out: list[Reco
 
 # -- parts -------------------------------------------------------------------------
 
-def _find(parts: tuple[OpenPart, ...], index: int) -> OpenPart | None:
-    for p in parts:
-        if p.index == index:
-            return p
-    return None
-
-
 def _open_part(parts: tuple[OpenPart, ...], index: int, item: HarnessEvent) -> OpenPart:
-    part = _find(parts, index)
+    part = find_part(parts, index)
     if part is None:
         what = "delta" if isinstance(item.event, PartDeltaEvent) else "end"
         raise AguiObservationError(f"part {what} for index {index}, which is not open", sequence=item.sequence)

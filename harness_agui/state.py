@@ -60,6 +60,14 @@ class OpenPart:
         return f"OpenPart({self.index} {self.kind} {self.message_id!r}, streamed={self.streamed}{extra})"
 
 
+def find_part(parts: tuple[OpenPart, ...], index: int) -> OpenPart | None:
+    """The part of ``parts`` at ``index``, if any (a few parts: a scan)."""
+    for p in parts:
+        if p.index == index:
+            return p
+    return None
+
+
 @attrs.frozen(repr=False, slots=False)
 class ProjectionState:
     """The whole projection of one Run up to some item."""
@@ -84,10 +92,8 @@ class ProjectionState:
         return EventLog(self.events)
 
     def part(self, index: int) -> OpenPart | None:
-        for p in self.parts:
-            if p.index == index:
-                return p
-        return None
+        """The open part at ``index``, if any."""
+        return find_part(self.parts, index)
 
     def _repr_html_(self) -> str:
         from .views import state_html
