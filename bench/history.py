@@ -9,7 +9,7 @@
 # outcome occurs). Now and then a diagnostic extension, a usage extension or
 # another observation appears between requests.
 #
-# Items are built with the harness_agui.source classes directly (the same
+# Items are built with the harness_agui.core.source classes directly (the same
 # classes SourceBuilder uses, without its bookkeeping), so generation stays a
 # small part of a benchmark run even at 10^6 items. Everything comes from one
 # ``random.Random(seed)`` and a fixed clock, so the same (size, seed) gives
@@ -21,7 +21,7 @@ import random
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
-from harness_agui.source import (
+from harness_agui.core.source import (
     ExtensionEvent,
     HarnessEvent,
     HarnessRunResultEvent,

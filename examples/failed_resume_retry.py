@@ -19,8 +19,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from harness_agui import HarnessAguiObserver, HarnessStreamEvent
-from harness_agui.demo import simulated_run
 from harness_agui.host import HistoryError, SqliteSourceJournal, check_prefix
+from harness_agui.testing import simulated_run
 
 RUN_ID = "run-demo"
 

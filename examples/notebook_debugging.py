@@ -18,10 +18,10 @@ import tempfile
 from pathlib import Path
 
 from harness_agui import PartDeltaEvent, TextPartDelta
-from harness_agui.demo import SourceBuilder, simulated_run
+from harness_agui.debug.pretty import render_conversation
+from harness_agui.debug.replay import adiagnose, find_message, find_tool_call, steps
 from harness_agui.host import SqliteSourceJournal
-from harness_agui.pretty import render_conversation
-from harness_agui.replay import adiagnose, find_message, find_tool_call, steps
+from harness_agui.testing import SourceBuilder, simulated_run
 
 
 def cell(title: str) -> None:

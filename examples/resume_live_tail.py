@@ -23,9 +23,9 @@ import tempfile
 from pathlib import Path
 
 from harness_agui import HarnessAguiObserver
-from harness_agui.codec import agui_to_json
-from harness_agui.demo import simulated_run
 from harness_agui.host import SqliteDeliveryLog, SqliteSourceJournal
+from harness_agui.testing import simulated_run
+from harness_agui.wire.agui import agui_to_json
 
 RUN_ID = "run-demo"
 

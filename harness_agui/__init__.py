@@ -5,13 +5,12 @@ values; ``HarnessAguiObserver`` is the thin shell a Host embeds. See the
 README for a quick start.
 """
 
-from ._events import EventLog
-from .codec import DecodeError, Migration, decode, encode
-from .custom import assemble_custom, is_fragment
-from .errors import AguiObservationError
-from .observer import HarnessAguiObserver
-from .reduce import CUSTOM_MAX_CHARS, INPUT_CHUNK_CHARS, Processor, advance, reduce
-from .source import (
+from .core.custom import assemble_custom, is_fragment
+from .core.errors import AguiObservationError
+from .core.observer import HarnessAguiObserver
+from .core.records import EventLog
+from .core.reduce import CUSTOM_MAX_CHARS, INPUT_CHUNK_CHARS, Processor, advance, reduce
+from .core.source import (
     Deferred,
     DeferredToolCall,
     ExtensionEvent,
@@ -34,7 +33,8 @@ from .source import (
     ToolResultEvent,
     Usage,
 )
-from .state import INITIAL_STATE, OpenPart, ProjectionState
+from .core.state import INITIAL_STATE, OpenPart, ProjectionState
+from .wire.codec import DecodeError, Migration, decode, encode
 
 __version__ = "0.1.0"
 

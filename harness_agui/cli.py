@@ -25,12 +25,13 @@ from typing import IO, Any, TextIO
 
 from ag_ui.core import BaseEvent
 
-from .codec import DecodeError, agui_to_json, sse_frame
+from .core.errors import AguiObservationError
+from .core.observer import HarnessAguiObserver
+from .debug.pretty import iter_conversation
 from .demo import run_demo
-from .errors import AguiObservationError
-from .journal import Journal, JournalError, check_journal, scan_journal
-from .observer import HarnessAguiObserver
-from .pretty import iter_conversation
+from .wire.agui import agui_to_json, sse_frame
+from .wire.codec import DecodeError
+from .wire.jsonl import Journal, JournalError, check_journal, scan_journal
 
 __all__ = ["main", "EXIT_OK", "EXIT_BAD_INPUT", "EXIT_USAGE"]
 

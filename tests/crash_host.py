@@ -28,8 +28,8 @@ from collections.abc import Callable, Sequence
 from ag_ui.core import BaseEvent
 
 from harness_agui import HarnessStreamEvent
-from harness_agui.demo import SourceBuilder
 from harness_agui.host import Delivery, SqliteDeliveryLog, SqliteSourceJournal, project_run
+from harness_agui.testing import SourceBuilder
 
 RUN_ID = "run-long"
 THREAD_ID = "thread-crash"

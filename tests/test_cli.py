@@ -16,10 +16,11 @@ import termios
 from pathlib import Path
 
 from harness_agui import HarnessAguiObserver
-from harness_agui.codec import agui_to_json, encode, sse_frame
-from harness_agui.demo import SourceBuilder
-from harness_agui.journal import Journal
-from harness_agui.source import PartDeltaEvent, TextPartDelta
+from harness_agui.core.source import PartDeltaEvent, TextPartDelta
+from harness_agui.testing import SourceBuilder
+from harness_agui.wire.agui import agui_to_json, sse_frame
+from harness_agui.wire.codec import encode
+from harness_agui.wire.jsonl import Journal
 
 DATA = Path(__file__).resolve().parent.parent / "examples" / "data"
 CHAT = DATA / "chat_with_reasoning.jsonl"

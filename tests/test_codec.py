@@ -15,10 +15,7 @@ from ag_ui.core import CustomEvent, TextMessageContentEvent
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness_agui import codec
-from harness_agui.codec import DecodeError, agui_to_json, decode, encode, from_json, sse_frame, to_json
-from harness_agui.demo import SourceBuilder, simulated_run
-from harness_agui.source import (
+from harness_agui.core.source import (
     EXTENSION_KINDS,
     INPUT_SOURCES,
     TOOL_OUTCOMES,
@@ -44,7 +41,10 @@ from harness_agui.source import (
     ToolResultEvent,
     Usage,
 )
-from harness_agui.testing import complete_histories, json_objects, json_values
+from harness_agui.testing import SourceBuilder, complete_histories, json_objects, json_values, simulated_run
+from harness_agui.wire import codec
+from harness_agui.wire.agui import agui_to_json, sse_frame
+from harness_agui.wire.codec import DecodeError, decode, encode, from_json, to_json
 
 # -- strategies: every payload kind with every optional field set or not ----------------
 

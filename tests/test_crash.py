@@ -29,8 +29,8 @@ import pytest
 from crash_host import RUN_ID, long_run, serve
 
 from harness_agui import HarnessAguiObserver
-from harness_agui.codec import agui_to_json
 from harness_agui.host import Delivery, SqliteDeliveryLog, SqliteSourceJournal
+from harness_agui.wire.agui import agui_to_json
 
 RANDOM_KILLS = 3
 STREAM_SECONDS = 0.3  # about how long a Host takes to stream the whole Run; kills aim within what is left

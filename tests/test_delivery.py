@@ -14,8 +14,6 @@ from ag_ui.core import BaseEvent, TextMessageContentEvent
 from ag_ui_validate.pytest_plugin import assert_valid_agui
 
 from harness_agui import HarnessAguiObserver, HarnessStreamEvent
-from harness_agui.codec import agui_to_json
-from harness_agui.demo import SourceBuilder, simulated_run
 from harness_agui.host import (
     Delivery,
     DeliveryMismatchError,
@@ -27,6 +25,8 @@ from harness_agui.host import (
     parse_last_event_id,
     project_run,
 )
+from harness_agui.testing import SourceBuilder, simulated_run
+from harness_agui.wire.agui import agui_to_json
 
 
 @pytest.fixture

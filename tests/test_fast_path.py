@@ -17,10 +17,10 @@ from ag_ui.core import BaseEvent
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness_agui import AguiObservationError, HarnessAguiObserver, _json
-from harness_agui import _events as ev
-from harness_agui.demo import simulated_run
-from harness_agui.testing import complete_histories, json_objects, json_values
+from harness_agui import AguiObservationError, HarnessAguiObserver
+from harness_agui.core import _json
+from harness_agui.core import records as ev
+from harness_agui.testing import complete_histories, json_objects, json_values, simulated_run
 
 FAST_KINDS = [k for k in ev.KINDS.values() if k._template is not None]
 NESTED_KINDS = [k for k in ev.KINDS.values() if k._template is None]

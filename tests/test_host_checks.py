@@ -11,7 +11,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness_agui import AguiObservationError, HarnessAguiObserver, HarnessStreamEvent
-from harness_agui.demo import SourceBuilder, simulated_run
 from harness_agui.host import (
     AfterTerminalError,
     ForeignRunError,
@@ -22,6 +21,7 @@ from harness_agui.host import (
     check_prefix,
     check_tail,
 )
+from harness_agui.testing import SourceBuilder, simulated_run
 
 
 def run_items(n: int = 6, run_id: str = "run-1", thread_id: str = "thread-1", *, terminal: bool = True,

@@ -13,7 +13,6 @@ import attrs
 import pytest
 
 from harness_agui import DecodeError, HarnessAguiObserver, HarnessStreamEvent, ToolCallPart, encode
-from harness_agui.demo import SourceBuilder, simulated_run
 from harness_agui.host import (
     AfterTerminalError,
     ForeignRunError,
@@ -23,6 +22,7 @@ from harness_agui.host import (
     SequenceOrderError,
     SqliteSourceJournal,
 )
+from harness_agui.testing import SourceBuilder, simulated_run
 
 
 @pytest.fixture

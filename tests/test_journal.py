@@ -18,9 +18,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness_agui import HarnessAguiObserver
-from harness_agui.codec import DecodeError, encode
-from harness_agui.demo import SourceBuilder, simulated_run
-from harness_agui.journal import (
+from harness_agui.core.source import HarnessStreamEvent, TextPart, TextPartDelta
+from harness_agui.testing import SourceBuilder, simulated_run
+from harness_agui.wire.codec import DecodeError, encode
+from harness_agui.wire.jsonl import (
     Journal,
     JournalError,
     JournalReport,
@@ -29,7 +30,6 @@ from harness_agui.journal import (
     check_journal,
     scan_journal,
 )
-from harness_agui.source import HarnessStreamEvent, TextPart, TextPartDelta
 
 DATA = Path(__file__).resolve().parent.parent / "examples" / "data"
 

@@ -39,7 +39,7 @@ from harness_agui import (
     ToolResultEvent,
     encode,
 )
-from harness_agui.demo import DEMO_START, SourceBuilder, simulated_run
+from harness_agui.testing import DEMO_START, SourceBuilder, simulated_run
 
 THREAD, RUN = "thread-1", "run-1"
 

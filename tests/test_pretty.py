@@ -12,10 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness_agui import HarnessAguiObserver
-from harness_agui.demo import SourceBuilder, simulated_run
-from harness_agui.pretty import display_width, iter_conversation, render_conversation
-from harness_agui.source import HarnessStreamEvent, InputEvent
-from harness_agui.testing import complete_histories, live_histories
+from harness_agui.core.source import HarnessStreamEvent, InputEvent
+from harness_agui.debug.pretty import display_width, iter_conversation, render_conversation
+from harness_agui.testing import SourceBuilder, complete_histories, live_histories, simulated_run
 
 
 def view(items: list[HarnessStreamEvent], **kw: Any) -> str:
@@ -91,12 +90,12 @@ def test_a_run_still_in_progress_shows_unfinished_messages_and_no_outcome() -> N
 
 
 def _text_start_and_deltas(chunks: list[str]) -> tuple[Any, list[Any]]:
-    from harness_agui.source import TextPart, TextPartDelta
+    from harness_agui.core.source import TextPart, TextPartDelta
     return TextPart(content=""), [TextPartDelta(content_delta=c) for c in chunks]
 
 
 def _tool_start_and_deltas(name: str, call_id: str, chunks: list[str]) -> tuple[Any, list[Any]]:
-    from harness_agui.source import ToolCallPart, ToolCallPartDelta
+    from harness_agui.core.source import ToolCallPart, ToolCallPartDelta
     return ToolCallPart(tool_name=name, args=None, tool_call_id=call_id), \
         [ToolCallPartDelta(args_delta=c) for c in chunks]
 

@@ -30,7 +30,7 @@ from harness_agui import (
     RunResult,
     Usage,
 )
-from harness_agui.demo import SourceBuilder, simulated_run
+from harness_agui.testing import SourceBuilder, simulated_run
 
 Processor = Callable[[Any, BaseEvent], "BaseEvent | None"]
 

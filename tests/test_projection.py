@@ -44,7 +44,7 @@ from harness_agui import (
     assemble_custom,
     is_fragment,
 )
-from harness_agui.demo import DEMO_START, SourceBuilder, simulated_run
+from harness_agui.testing import DEMO_START, SourceBuilder, simulated_run
 
 T0 = 1_796_029_200_000  # 2026-11-30T09:00:00Z in epoch milliseconds
 THREAD, RUN = "thread-1", "run-1"

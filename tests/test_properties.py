@@ -27,8 +27,9 @@ from harness_agui import (
     decode,
     encode,
 )
-from harness_agui.codec import agui_to_json, payload_to_json
+from harness_agui.core.jsonform import payload_to_json
 from harness_agui.testing import complete_histories, histories, replay_stable_processors
+from harness_agui.wire.agui import agui_to_json
 
 processors = st.none() | replay_stable_processors()
 

@@ -1,4 +1,4 @@
-"""Step-through replay (harness_agui.replay): steps, diagnose and the lookups."""
+"""Step-through replay (harness_agui.debug.replay): steps, diagnose and the lookups."""
 
 from __future__ import annotations
 
@@ -24,9 +24,8 @@ from harness_agui import (
     ToolCallPartDelta,
     encode,
 )
-from harness_agui import replay as replay_module
-from harness_agui.demo import SourceBuilder, simulated_run
-from harness_agui.replay import (
+from harness_agui.debug import replay as replay_module
+from harness_agui.debug.replay import (
     Diagnosis,
     Step,
     adiagnose,
@@ -37,7 +36,14 @@ from harness_agui.replay import (
     part_steps,
     steps,
 )
-from harness_agui.testing import FAULTS, histories, invalid_cases, replay_stable_processors
+from harness_agui.testing import (
+    FAULTS,
+    SourceBuilder,
+    histories,
+    invalid_cases,
+    replay_stable_processors,
+    simulated_run,
+)
 
 # -- helpers --------------------------------------------------------------------------------
 
@@ -186,7 +192,7 @@ def test_steps_pass_over_a_byte_order_mark_at_the_start_of_a_journal(tmp_path: P
 
 
 def test_steps_and_diagnose_read_a_journal_object_plain_or_async(tmp_path: Path) -> None:
-    from harness_agui.journal import Journal, JournalError
+    from harness_agui.wire.jsonl import Journal, JournalError
 
     items = simulated_run()
     whole = tmp_path / "run.jsonl"

@@ -23,8 +23,8 @@ from harness_agui import (
     decode,
     encode,
 )
-from harness_agui.demo import SourceBuilder
-from harness_agui.source import MAX_JSON_INT
+from harness_agui.core.source import MAX_JSON_INT
+from harness_agui.testing import SourceBuilder
 
 
 def test_token_counts_beyond_what_json_keeps_exactly_are_refused_at_construction() -> None:
@@ -44,7 +44,7 @@ def test_a_total_that_would_exceed_the_json_bound_is_left_out_and_the_run_still_
 
 
 def test_observe_commits_only_after_its_events_are_built(monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness_agui import _events
+    from harness_agui.core import records as _events
 
     b = SourceBuilder().user("hi").text(0, ["a"])
     observer = HarnessAguiObserver()

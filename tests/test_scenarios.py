@@ -36,7 +36,7 @@ from harness_agui import (
     decode,
     encode,
 )
-from harness_agui.demo import SourceBuilder, simulated_run
+from harness_agui.testing import SourceBuilder, simulated_run
 
 
 def support_run() -> list[HarnessStreamEvent]:

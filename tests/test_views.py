@@ -1,4 +1,4 @@
-"""Readable views (harness_agui.views): text that fits 100 columns, HTML that
+"""Readable views (harness_agui.debug.views): text that fits 100 columns, HTML that
 is well-formed and never lets text from a Run become markup."""
 
 from __future__ import annotations
@@ -10,11 +10,9 @@ import pytest
 from hypothesis import given, settings
 
 from harness_agui import HarnessAguiObserver, ProjectionState
-from harness_agui.demo import SourceBuilder, simulated_run
-from harness_agui.pretty import display_width
-from harness_agui.replay import diagnose, steps
-from harness_agui.testing import histories
-from harness_agui.views import (
+from harness_agui.debug.pretty import display_width
+from harness_agui.debug.replay import diagnose, steps
+from harness_agui.debug.views import (
     View,
     conversation_html,
     conversation_text,
@@ -30,6 +28,7 @@ from harness_agui.views import (
     step_html,
     step_text,
 )
+from harness_agui.testing import SourceBuilder, histories, simulated_run
 
 _VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 
@@ -346,7 +345,7 @@ def test_a_clean_diagnosis_gives_counts() -> None:
 
 
 def test_conversation_text_is_the_pretty_view_of_the_events() -> None:
-    from harness_agui.pretty import render_conversation
+    from harness_agui.debug.pretty import render_conversation
 
     state = _state(simulated_run())
     assert conversation_text(state) == render_conversation(state.snapshot()).rstrip("\n")

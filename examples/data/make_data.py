@@ -2,7 +2,7 @@
 
 Each journal is one Harness Run (or two) in the wire format, one source item
 per line, built with ``harness_agui.demo.SourceBuilder`` and written with
-``harness_agui.codec.encode``. Run ``python examples/data/make_data.py`` to
+``harness_agui.wire.codec.encode``. Run ``python examples/data/make_data.py`` to
 regenerate them; the test suite checks that the files match this script.
 
 - chat_with_reasoning.jsonl: a question, signed reasoning, a streamed answer.
@@ -19,9 +19,9 @@ import sys
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
-from harness_agui.codec import encode
-from harness_agui.demo import SourceBuilder
-from harness_agui.source import HarnessEvent, HarnessStreamEvent, PartStartEvent, ToolCallPart
+from harness_agui.core.source import HarnessEvent, HarnessStreamEvent, PartStartEvent, ToolCallPart
+from harness_agui.testing import SourceBuilder
+from harness_agui.wire.codec import encode
 
 HERE = Path(__file__).resolve().parent
 PARIS = timezone(timedelta(hours=1))

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Iterable
 
-from ..source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
+from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
 from .errors import (
     AfterTerminalError,
     ForeignRunError,

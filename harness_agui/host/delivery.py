@@ -54,8 +54,8 @@ from typing import Any
 import attrs
 from ag_ui.core import BaseEvent, EventType
 
-from ..codec import agui_to_json, sse_frame
-from ..source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
+from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
+from ..wire.agui import agui_to_json, sse_frame
 from ._sqlite import Database, poll_interval_seconds
 from .checks import Cursor
 from .errors import DeliveryOrderError, UnknownEventIdError

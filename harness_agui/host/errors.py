@@ -18,7 +18,7 @@
 
 from __future__ import annotations
 
-from ..errors import AguiObservationError
+from ..core.errors import AguiObservationError
 
 __all__ = [
     "HistoryError",

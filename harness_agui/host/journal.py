@@ -31,8 +31,8 @@ import asyncio
 import os
 from collections.abc import AsyncIterator, Mapping
 
-from ..codec import DecodeError, Migration, decode, encode
-from ..source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
+from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
+from ..wire.codec import DecodeError, Migration, decode, encode
 from ._sqlite import Database, poll_interval_seconds
 from .checks import Cursor, check_prefix, check_tail
 from .errors import (

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..codec import agui_to_json
-from ..observer import HarnessAguiObserver
-from ..reduce import Processor
+from ..core.observer import HarnessAguiObserver
+from ..core.reduce import Processor
+from ..wire.agui import agui_to_json
 from .delivery import Delivery, SqliteDeliveryLog
 from .errors import DeliveryMismatchError
 from .journal import SqliteSourceJournal

@@ -15,8 +15,8 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable
 
 from ag_ui.core import BaseEvent
 
-from ._events import EventLog
 from .errors import AguiObservationError
+from .records import EventLog
 from .reduce import Processor, advance, step
 from .source import HarnessStreamEvent
 from .state import INITIAL_STATE, ProjectionState
@@ -157,7 +157,7 @@ class HarnessAguiObserver:
         self._resumed = True
 
     def _repr_html_(self) -> str:
-        from .views import observer_html
+        from ..debug.views import observer_html
 
         return observer_html(self)
 

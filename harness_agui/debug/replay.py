@@ -23,11 +23,11 @@ from typing import Any, Literal
 
 import attrs
 
-from ._events import TOOL_START, EventLog, Record
-from .codec import decode
-from .reduce import Processor, advance
-from .source import HarnessEvent, HarnessStreamEvent, PartDeltaEvent, PartEndEvent, PartStartEvent
-from .state import INITIAL_STATE, OpenPart, ProjectionState
+from ..core.records import TOOL_START, EventLog, Record
+from ..core.reduce import Processor, advance
+from ..core.source import HarnessEvent, HarnessStreamEvent, PartDeltaEvent, PartEndEvent, PartStartEvent
+from ..core.state import INITIAL_STATE, OpenPart, ProjectionState
+from ..wire.codec import decode
 
 __all__ = [
     "Step",

@@ -36,11 +36,11 @@ from typing import IO, Any
 
 import attrs
 
+from ..core.errors import AguiObservationError
+from ..core.reduce import advance
+from ..core.source import HarnessRunResultEvent, HarnessStreamEvent
+from ..core.state import INITIAL_STATE, ProjectionState
 from .codec import DecodeError, Migration, from_json, parse_json_line
-from .errors import AguiObservationError
-from .reduce import advance
-from .source import HarnessRunResultEvent, HarnessStreamEvent
-from .state import INITIAL_STATE, ProjectionState
 
 __all__ = [
     "Journal",

@@ -27,10 +27,9 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from pydantic_core import PydanticSerializationError
-
-from . import _json
-from .source import (
+from ..core import _json
+from ..core.jsonform import payload_to_json, result_to_json
+from ..core.source import (
     EXTENSION_KINDS,
     INPUT_SOURCES,
     RUN_STATUSES,
@@ -69,10 +68,6 @@ __all__ = [
     "decode",
     "to_json",
     "from_json",
-    "payload_to_json",
-    "result_to_json",
-    "agui_to_json",
-    "sse_frame",
 ]
 
 WIRE_VERSION = 1
@@ -109,85 +104,6 @@ class DecodeError(ValueError):
 
 # -- encoding ------------------------------------------------------------------
 
-def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in d.items() if v is not None}
-
-
-def _part_to_json(part: Part) -> dict[str, Any]:
-    match part:
-        case TextPart(content=content, id=id):
-            return _drop_none({"type": "text", "content": content, "id": id})
-        case ThinkingPart(content=content, id=id, signature=signature, provider_name=provider):
-            return _drop_none(
-                {"type": "thinking", "content": content, "id": id, "signature": signature, "provider_name": provider}
-            )
-        case ToolCallPart(tool_name=name, args=args, tool_call_id=call_id):
-            return _drop_none({"type": "tool_call", "tool_name": name, "args": args, "tool_call_id": call_id})
-    raise TypeError(f"not a part: {part!r}")
-
-
-def _delta_to_json(delta: Any) -> dict[str, Any]:
-    match delta:
-        case TextPartDelta(content_delta=content):
-            return {"type": "text", "content_delta": content}
-        case ThinkingPartDelta(content_delta=content, signature_delta=signature):
-            return _drop_none({"type": "thinking", "content_delta": content, "signature_delta": signature})
-        case ToolCallPartDelta(tool_name_delta=name, args_delta=args, tool_call_id=call_id):
-            return _drop_none(
-                {"type": "tool_call", "tool_name_delta": name, "args_delta": args, "tool_call_id": call_id}
-            )
-    raise TypeError(f"not a part delta: {delta!r}")
-
-
-def payload_to_json(payload: Payload) -> dict[str, Any]:
-    """The wire JSON object of a payload (fresh dicts; JSON fields are shared)."""
-    match payload:
-        case PartStartEvent(index=index, part=part):
-            return {"type": "part_start", "index": index, "part": _part_to_json(part)}
-        case PartDeltaEvent(index=index, delta=delta):
-            return {"type": "part_delta", "index": index, "delta": _delta_to_json(delta)}
-        case PartEndEvent(index=index, part=part):
-            return {"type": "part_end", "index": index, "part": _part_to_json(part)}
-        case ToolResultEvent(tool_call_id=call_id, tool_name=name, outcome=outcome, content=content):
-            return {"type": "tool_result", "tool_call_id": call_id, "tool_name": name, "outcome": outcome,
-                    "content": content}
-        case InputEvent(input_id=input_id, source=source, content=content, metadata=metadata):
-            return _drop_none({"type": "input", "input_id": input_id, "source": source, "content": content,
-                               "metadata": metadata})
-        case ExtensionEvent(kind=kind, schema_version=version, payload=body):
-            return {"type": "extension", "kind": kind, "schema_version": version, "payload": body}
-        case ObservationEvent(name=name, value=value):
-            return {"type": "observation", "name": name, "value": value}
-    raise TypeError(f"not a Harness payload: {type(payload).__name__}")
-
-
-def _deferred_call_to_json(call: DeferredToolCall) -> dict[str, Any]:
-    return _drop_none({"tool_call_id": call.tool_call_id, "tool_name": call.tool_name, "args": call.args})
-
-
-def result_to_json(result: RunResult) -> dict[str, Any]:
-    """The wire JSON object of a run result."""
-    out: dict[str, Any] = {"status": result.status}
-    if result.output is not None:
-        out["output"] = result.output
-    if result.usage is not None:
-        u = result.usage
-        out["usage"] = _drop_none({
-            "input_tokens": u.input_tokens,
-            "output_tokens": u.output_tokens,
-            "cache_read_tokens": u.cache_read_tokens,
-            "reasoning_tokens": u.reasoning_tokens,
-        })
-    if result.failure is not None:
-        out["failure"] = {"code": result.failure.code, "message": result.failure.message}
-    if result.deferred is not None:
-        out["deferred"] = {
-            "calls": [_deferred_call_to_json(c) for c in result.deferred.calls],
-            "approvals": [_deferred_call_to_json(c) for c in result.deferred.approvals],
-        }
-    return out
-
-
 def to_json(item: HarnessStreamEvent) -> dict[str, Any]:
     """The wire JSON object of a source item (fresh dicts; JSON fields are
     shared with the item). Raises TypeError for anything else."""
@@ -208,15 +124,6 @@ def to_json(item: HarnessStreamEvent) -> dict[str, Any]:
     return head
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _escape_surrogates(text: str) -> str:
-    if text.isascii():
-        return text
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
 def encode(item: HarnessStreamEvent) -> str:
     """One wire line (without a trailing newline) for a source item.
 
@@ -224,7 +131,7 @@ def encode(item: HarnessStreamEvent) -> str:
     the same item always gives the same text. Raises TypeError for anything
     that is not a Harness stream item.
     """
-    return _escape_surrogates(_json.dumps(to_json(item)))
+    return _json.escape_surrogates(_json.dumps(to_json(item)))
 
 
 # -- decoding --------------------------------------------------------------------
@@ -556,33 +463,3 @@ def parse_json_line(text: str, line: int | None = None) -> Any:
         raise DecodeError(f"malformed JSON: {e}", line) from None
     except RecursionError:
         raise DecodeError("malformed JSON: nested too deeply", line) from None
-
-
-# -- AG-UI output -------------------------------------------------------------------
-# The two forms AG-UI transports use: one JSON object per line, and Server-Sent
-# Events frames. Both carry the camelCase wire names that AG-UI clients read.
-
-def agui_to_json(event: Any) -> str:
-    """One AG-UI event as compact JSON with camelCase wire names (fields that
-    are unset are left out). The text is always UTF-8 encodable. Raises
-    whatever pydantic raises for an object that is not an AG-UI event."""
-    try:
-        return event.model_dump_json(by_alias=True)
-    except PydanticSerializationError:
-        # Only a lone surrogate in some text gets here: pydantic refuses it.
-        text = json.dumps(event.model_dump(mode="json", by_alias=True), separators=(",", ":"), ensure_ascii=False)
-        return _escape_surrogates(text)
-
-
-def sse_frame(event: Any, *, event_id: str | int | None = None) -> str:
-    """One Server-Sent Events frame (``id:`` line when given, ``data:`` line,
-    blank line) for an AG-UI event. Raises ValueError for an id containing a
-    line break, which would end the field early."""
-    if event_id is None:
-        head = ""
-    else:
-        head = str(event_id)
-        if "\n" in head or "\r" in head or "\0" in head:
-            raise ValueError(f"an SSE event id cannot contain a line break or NUL: {head!r}")
-        head = f"id: {head}\n"
-    return f"{head}data: {agui_to_json(event)}\n\n"

@@ -37,12 +37,12 @@ from typing import Any
 from ag_ui.core import BaseEvent
 from pyrsistent import PMap
 
-from . import _events as ev
 from . import _json
-from ._events import Record
-from .codec import payload_to_json, result_to_json
+from . import records as ev
 from .errors import AguiObservationError
+from .jsonform import deferred_call_to_json, payload_to_json
 from .processor import apply_processor
+from .records import Record
 from .source import (
     MAX_JSON_INT,
     ExtensionEvent,
@@ -510,17 +510,16 @@ def _usage(result: RunResult) -> str | None:
 
 def _interrupts(result: RunResult) -> list[dict[str, Any]]:
     assert result.deferred is not None
-    wire = result_to_json(result)["deferred"]
     out = []
-    for reason, verb, calls in (("tool_call", "the result of", wire["calls"]),
-                                ("tool_approval", "approval of", wire["approvals"])):
+    for reason, verb, calls in (("tool_call", "the result of", result.deferred.calls),
+                                ("tool_approval", "approval of", result.deferred.approvals)):
         for call in calls:
             out.append({
-                "id": call["tool_call_id"] if reason == "tool_call" else f"{call['tool_call_id']}:approval",
+                "id": call.tool_call_id if reason == "tool_call" else f"{call.tool_call_id}:approval",
                 "reason": reason,
-                "message": f"Waiting for {verb} {call['tool_name']}",
-                "toolCallId": call["tool_call_id"],
-                "metadata": {"harness": call},
+                "message": f"Waiting for {verb} {call.tool_name}",
+                "toolCallId": call.tool_call_id,
+                "metadata": {"harness": deferred_call_to_json(call)},
             })
     return out
 

@@ -26,7 +26,7 @@ from typing import Literal
 import attrs
 from pyrsistent import PMap, PSet, pmap, pset
 
-from ._events import EventLog, RecordLog
+from .records import EventLog, RecordLog
 
 __all__ = ["OpenPart", "ProjectionState", "INITIAL_STATE", "CallStatus", "PartKind"]
 
@@ -96,7 +96,7 @@ class ProjectionState:
         return find_part(self.parts, index)
 
     def _repr_html_(self) -> str:
-        from .views import state_html
+        from ..debug.views import state_html
 
         return state_html(self)
 

@@ -45,7 +45,7 @@ from ag_ui.core import (
     ToolCallStartEvent,
 )
 
-from .custom import assemble_custom, is_fragment
+from ..core.custom import assemble_custom, is_fragment
 
 __all__ = ["render_conversation", "iter_conversation", "display_width", "WIDTH"]
 

@@ -48,9 +48,9 @@ from typing import Any, Literal
 import attrs
 from ag_ui.core import BaseEvent, CustomEvent, RawEvent
 
-from ._json import JSON
-from .errors import AguiObservationError
-from .source import (
+from ..core._json import JSON
+from ..core.errors import AguiObservationError
+from ..core.source import (
     EXTENSION_KINDS,
     INPUT_SOURCES,
     RUN_STATUSES,

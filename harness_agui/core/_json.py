@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any, Union
 
 JSON = Union[None, bool, int, float, str, list["JSON"], dict[str, "JSON"]]  # noqa: UP007 (recursive alias)
@@ -55,3 +56,12 @@ def check_json(value: Any, what: str) -> None:
                 stack.append(item)
             continue
         raise TypeError(f"{what} must be JSON (dict, list, str, int, float, bool or None), not {type(v).__name__}")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape_surrogates(text: str) -> str:
+    if text.isascii():
+        return text
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

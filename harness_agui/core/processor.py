@@ -18,8 +18,8 @@ from typing import Any
 from ag_ui.core import BaseEvent
 
 from . import _json
-from ._events import RUN_FINISHED, TOOL_RESULT, Kind, Record
 from .errors import AguiObservationError
+from .records import RUN_FINISHED, TOOL_RESULT, Kind, Record
 
 __all__ = ["apply_processor", "capture"]
 

@@ -42,12 +42,12 @@ from ag_ui.core import (
     ToolCallStartEvent,
 )
 
-from .codec import to_json
-from .custom import assemble_custom
-from .observer import HarnessAguiObserver
+from ..core.custom import assemble_custom
+from ..core.observer import HarnessAguiObserver
+from ..core.source import HarnessEvent, HarnessRunResultEvent
+from ..core.state import OpenPart, ProjectionState
+from ..wire.codec import to_json
 from .pretty import display_width, render_conversation
-from .source import HarnessEvent, HarnessRunResultEvent
-from .state import OpenPart, ProjectionState
 
 if TYPE_CHECKING:
     from .replay import Diagnosis, FailedStep, Step

@@ -1,0 +1,28 @@
+"""Test support for Hosts and for this library's own tests.
+
+``SourceBuilder`` and ``simulated_run`` (from ``testing.builder``) write the
+items of a Run in a few lines and need nothing beyond the core. The
+hypothesis strategies (``testing.strategies``: ``histories``,
+``complete_histories``, ``invalid_cases``, ...) need hypothesis, installed by
+the ``testing`` extra; they are loaded on first use, so importing this package
+works without it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .builder import DEMO_START, SourceBuilder, simulated_run
+
+__all__ = ["SourceBuilder", "simulated_run", "DEMO_START"]
+
+
+def __getattr__(name: str) -> Any:
+    if name.startswith("__"):
+        raise AttributeError(name)
+    strategies = importlib.import_module(f"{__name__}.strategies")
+    try:
+        return getattr(strategies, name)
+    except AttributeError:
+        raise AttributeError(f"module 'harness_agui.testing' has no attribute {name!r}") from None
