@@ -23,6 +23,7 @@ from harness_agui import (
     decode,
     encode,
 )
+from harness_agui.core.records import content_of, event_type
 from harness_agui.core.source import MAX_JSON_INT
 from harness_agui.testing import SourceBuilder
 
@@ -85,8 +86,8 @@ def test_a_processor_answering_with_a_str_subclass_leaves_an_exact_str_in_the_st
     observer = HarnessAguiObserver(processor)
     for item in SourceBuilder().text(0, ["a"]).items:
         observer.observe(item)
-    contents = [r for r in observer.state.events if r[0].name == "TEXT_MESSAGE_CONTENT"]
-    assert [type(r[3]) for r in contents] == [str]
+    contents = [r for r in observer.state.events if event_type(r) == "TEXT_MESSAGE_CONTENT"]
+    assert [type(content_of(r)) for r in contents] == [str]
     assert [e.delta for e in observer.snapshot() if isinstance(e, TextMessageContentEvent)] == ["X"]
 
 

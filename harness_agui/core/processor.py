@@ -6,6 +6,7 @@
 # AguiObservationError naming the event and the field. The accepted event is
 # captured back into a record at once (strings kept, JSON turned into text),
 # so nothing the processor holds on to can reach the projection later.
+# Records are read and rewritten only through the accessors of ``records``.
 #
 # A content delta that the processor empties is dropped like a None answer:
 # an empty delta carries nothing and AG-UI clients warn about it.
@@ -19,7 +20,7 @@ from ag_ui.core import BaseEvent
 
 from . import _json
 from .errors import AguiObservationError
-from .records import RUN_FINISHED, TOOL_RESULT, Kind, Record
+from .records import RUN_FINISHED, TOOL_RESULT, Kind, Record, kind_of, with_content
 
 __all__ = ["apply_processor", "capture"]
 
@@ -29,7 +30,7 @@ def apply_processor(processor: Callable[[Any, BaseEvent], BaseEvent | None], ite
     """The records that remain after ``processor`` saw each one's event."""
     out = []
     for record in records:
-        kind: Kind = record[0]
+        kind = kind_of(record)
         event = kind.build(record)
         # What the processor was shown, to recognise an answer that changed
         # nothing without building the event a second time. Only for kinds
@@ -40,7 +41,7 @@ def apply_processor(processor: Callable[[Any, BaseEvent], BaseEvent | None], ite
         if result is None:
             continue
         if (shown is not None and type(result) is kind.cls and result.__dict__ == shown
-                and not result.__pydantic_extra__ and _content_kept(kind, record, result)):
+                and not result.model_extra and _content_kept(kind, result)):
             out.append(record)
             continue
         kept = capture(record, result, item.sequence)
@@ -49,13 +50,14 @@ def apply_processor(processor: Callable[[Any, BaseEvent], BaseEvent | None], ite
     return out
 
 
-def _content_kept(kind: Kind, record: Record, event: Any) -> bool:
-    """Whether capture() would keep ``record`` as it is for an ``event``
-    whose fields all equal the ones it was built with."""
-    at = kind.content_at
-    if at is None:
+def _content_kept(kind: Kind, event: Any) -> bool:
+    """Whether capture() would keep, as it is, the record of an ``event``
+    whose fields all equal the ones it was built with (its content is then
+    the record's own)."""
+    if kind.content is None:
         return True
-    return type(getattr(event, kind.fields[at - 2])) is str and record[at] != ""
+    content = getattr(event, kind.content)
+    return type(content) is str and content != ""
 
 
 def capture(record: Record, event: Any, sequence: int | None = None) -> Record | None:
@@ -65,7 +67,7 @@ def capture(record: Record, event: Any, sequence: int | None = None) -> Record |
     other than the content field, or gives the content field a value of the
     wrong type. Returns None for an emptied content delta.
     """
-    kind: Kind = record[0]
+    kind = kind_of(record)
     if type(event) is not kind.cls:
         raise AguiObservationError(
             f"processor changed a {kind.name} event into {type(event).__name__}; it may only return the same "
@@ -79,16 +81,14 @@ def capture(record: Record, event: Any, sequence: int | None = None) -> Record |
     for name, default in kind.unset:
         if getattr(event, name) != default:
             raise _structural(kind, name, default, getattr(event, name), sequence)
-    if event.__pydantic_extra__:
+    if event.model_extra:
         raise AguiObservationError(
-            f"processor added fields {sorted(event.__pydantic_extra__)} to a {kind.name} event", sequence=sequence
+            f"processor added fields {sorted(event.model_extra)} to a {kind.name} event", sequence=sequence
         )
     if kind.content is None:
         return record
 
     content = getattr(event, kind.content)
-    at = kind.content_at
-    assert at is not None
     if kind is RUN_FINISHED:
         try:
             value = None if content is None else _json.dumps(content)
@@ -106,9 +106,7 @@ def capture(record: Record, event: Any, sequence: int | None = None) -> Record |
             return None
         # Keep an exact str: a subclass instance belongs to the processor.
         value = content if type(content) is str else str.__str__(content)
-    if value == record[at]:
-        return record
-    return record[:at] + (value,) + record[at + 1:]
+    return with_content(record, value)
 
 
 def _structural(kind: Kind, name: str, before: Any, after: Any, sequence: int | None) -> AguiObservationError:

@@ -1,37 +1,46 @@
-# Emitted AG-UI events are kept in the state as *records*: plain tuples
-# ``(kind, timestamp, value, ...)`` whose values are str, int, None, or JSON
-# text. Records are immutable and share nothing mutable with anyone, so the
-# state can hold thousands of them cheaply and a snapshot can hand them out
-# without copying. An AG-UI (pydantic) event is built from a record only when
-# somebody asks for it, and every time afresh: that is what makes returned
-# events detached from the projection.
+# Emitted AG-UI events are kept in the state as *records*, and this module is
+# the only one that knows what a record looks like. Everything else makes
+# records with the named constructors below (``text_content(ts, message_id,
+# delta)``, ...) and reads them with ``kind_of``, ``event_type``,
+# ``field_of``, ``content_of``, ``with_content`` and ``build``; no other
+# module indexes one.
 #
-# ``Kind`` describes one AG-UI event class: the fields a record carries in
-# order, which of them hold JSON text (parsed when the event is built), and
-# the one *content* field a processor may rewrite (SPEC section 6).
+# A record is a plain tuple ``(type, timestamp, *values)``: the AG-UI event
+# type name (``"TEXT_MESSAGE_CONTENT"``), the timestamp in epoch
+# milliseconds, then the values of the kind's ``fields`` in that order, each
+# a str, None, or JSON text. Why a tuple and not a small frozen class: a Run
+# keeps every record it ever emitted, about one per source item, and a tuple
+# holding only str, int and None is one object that the garbage collector
+# stops tracking after its first collection (see RecordLog), while an
+# instance of a class is tracked for as long as it lives and needs a second
+# object for its values (bench/records.py, 10^5 events: 72 bytes a record
+# against 112 to 120, and a full collection three times as long). The record
+# the reducer makes is the very row the RecordLog stores: there is one
+# encoding, and nothing is converted on the way in or out.
 #
-# Building is the hot path (every observe() builds each event it returns), so
-# ``Kind.build`` skips pydantic's validation when it can prove it would change
-# nothing: a record's values were produced by the reducer from validated
-# source values, and a kind qualifies only if its class has no validators,
-# private attributes or post-init hook, no mutable defaults, and every field
-# a record carries is declared as str (plain, optional, a str Literal or a
-# union with str) or as JSON that is Any or a str-keyed dict. (A Literal
-# field - a role, a subtype - only ever holds the constant the reducer wrote:
-# a processor cannot change it.) Even then each record is checked to hold
-# exact str values (a str subclass goes through validation, which would turn
-# it into str) before the event's __dict__,
-# fields-set, extra and private slots are written directly, exactly as
-# pydantic would have written them. At import every qualifying kind builds a
-# probe record both ways and keeps the fast path only if the two events are
-# equal and serialize identically; tests/test_fast_path.py checks the same on
-# generated and realistic records.
+# Records share nothing mutable with anyone, so the state can hold thousands
+# of them and a snapshot can hand them out without copying. An AG-UI
+# (pydantic) event is built from a record only when somebody asks for it,
+# every time afresh (JSON text is parsed again each time): that is what
+# makes returned events detached from the projection.
+#
+# Building is validated construction through pydantic's public API: the
+# event class's schema validator (``TypeAdapter(cls).validator``, the very
+# validator ``cls(**fields)`` runs) applied to a dict of the record's fields.
+# Fields a record leaves None are left out, so they keep their defaults and
+# stay out of ``model_fields_set``, as with keyword construction. It is the
+# fastest public path (bench/records.py): ``cls(**fields)`` adds its Python
+# ``__init__`` to the same validation, and ``cls.model_construct()``, though
+# it skips validation, loops over the class's fields and aliases in Python at
+# several times the cost, and would leave a RUN_FINISHED outcome as a plain
+# dict. The private-slot writer this replaced built an event about 0.15 us
+# sooner (the price of the field dict the validator takes): reading a whole
+# snapshot costs about 4% more than it did, and no guard on pydantic's
+# internals is needed any more.
 
 from __future__ import annotations
 
-import typing
 from collections.abc import Iterable, Iterator, Sequence
-from enum import Enum
 from typing import Any, overload
 
 from ag_ui.core import (
@@ -52,202 +61,88 @@ from ag_ui.core import (
     ToolCallResultEvent,
     ToolCallStartEvent,
 )
-from pydantic import BaseModel
+from pydantic import TypeAdapter
 from pyrsistent import PVector, pvector
 
 from . import _json
 
-Record = tuple[Any, ...]
+__all__ = [
+    "Record", "Kind", "KINDS", "kind_named", "kind_of", "event_type", "field_of", "content_of", "with_content",
+    "build", "RecordLog", "EventLog",
+]
 
-_object_new = object.__new__
-# The slot setters pydantic's own constructor ends up using, called directly.
-_set_dict = BaseModel.__dict__["__dict__"].__set__
-_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
-_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
-_NOT_FAST = False
-KIND_OF_CODE: list[Kind] = []
+Record = tuple[Any, ...]
+"""An emitted event as the state keeps it; read it only through this module."""
 
 
 class Kind:
-    __slots__ = ("cls", "fields", "json_fields", "content", "content_at", "unset", "name", "code",
-                 "_template", "_json_names", "_shapes", "_extra", "_required", "_fill")
+    """One AG-UI event class as records carry it: the fields a record holds
+    (in order), which of them hold JSON text, and the one content field a
+    processor may rewrite (SPEC section 6). Kinds pickle by name."""
+
+    __slots__ = ("cls", "name", "fields", "json_fields", "content", "unset",
+                 "_at", "_keys", "_pair", "_optional", "_json_names", "_validate")
 
     def __init__(self, cls: type[BaseEvent], fields: tuple[str, ...], *, json_fields: tuple[str, ...] = (),
                  content: str | None = None) -> None:
         self.cls = cls
-        self.name = cls.model_fields["type"].default.value
-        # Stands for this kind in the rows a RecordLog stores.
-        self.code = len(KIND_OF_CODE)
-        KIND_OF_CODE.append(self)
+        self.name: str = cls.model_fields["type"].default.value
         self.fields = fields
         self.json_fields = frozenset(json_fields)
         self.content = content
-        # Position of the content field in a record (2 is the first value).
-        self.content_at = None if content is None else 2 + fields.index(content)
-        # Fields a record does not carry: the event must keep their defaults.
+        # Fields a record does not carry: the event keeps their defaults.
         self.unset = tuple(
             (name, info.default)
             for name, info in cls.model_fields.items()
             if name not in fields and name not in ("type", "timestamp")
         )
+        self._at = {"timestamp": 1, **{name: 2 + i for i, name in enumerate(fields)}}
+        self._keys = ("timestamp", *fields)
+        self._optional = tuple(name for name in fields if not cls.model_fields[name].is_required())
         self._json_names = tuple(name for name in fields if name in self.json_fields)
-        self._fill = _filler(fields)
-        # Record type-shape -> the fields-set of the event, or _NOT_FAST.
-        self._shapes: dict[tuple[type, ...], frozenset[str] | bool] = {}
-        self._template: dict[str, Any] | None = None
-        self._extra = cls.model_config.get("extra") == "allow"
-        self._required = frozenset(name for name, info in cls.model_fields.items() if info.is_required())
-        if _qualifies(cls, fields, self.json_fields):
-            self._template = {name: info.default for name, info in cls.model_fields.items()}
+        # Building is most of what reading a snapshot costs, so the field dict
+        # of a short record is written out rather than zipped; the streaming
+        # kinds (an id and a delta, both required text, most of every Run)
+        # skip the loops over optional and JSON fields as well.
+        self._pair = fields if len(fields) == 2 and not self._optional and not self._json_names else None
+        self._validate = TypeAdapter(cls).validator.validate_python
 
     def __repr__(self) -> str:
         return f"<Kind {self.name}>"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return kind_named, (self.name,)
+
+    def record(self, timestamp: int, *values: Any) -> Record:
+        """A record of this kind; ``values`` in the order of ``fields``.
+        Raises ValueError for the wrong number of values."""
+        if len(values) != len(self.fields):
+            raise ValueError(f"a {self.name} record holds {len(self.fields)} values, not {len(values)}")
+        return (self.name, timestamp, *values)
+
     def build(self, record: Record) -> BaseEvent:
-        shape = self._shapes.get(tuple(map(type, record)))
-        if shape is None:
-            shape = self._shape(record)
-        if shape is _NOT_FAST:
-            return self.build_validated(record)
-        d = self._template.copy()  # type: ignore[union-attr]
-        d["timestamp"] = record[1]
-        self._fill(d, record)
+        """A fresh, validated AG-UI event for a record of this kind. Raises
+        pydantic's ValidationError (a ValueError) if a value does not fit."""
+        pair = self._pair
+        if pair is not None:
+            return self._validate({"timestamp": record[1], pair[0]: record[2], pair[1]: record[3]})
+        fields = self.fields
+        if len(fields) == 1:
+            values = {"timestamp": record[1], fields[0]: record[2]}
+        elif len(fields) == 2:
+            values = {"timestamp": record[1], fields[0]: record[2], fields[1]: record[3]}
+        elif len(fields) == 3:
+            values = {"timestamp": record[1], fields[0]: record[2], fields[1]: record[3], fields[2]: record[4]}
+        else:
+            values = dict(zip(self._keys, record[1:], strict=True))
+        for name in self._optional:
+            if values[name] is None:
+                del values[name]
         for name in self._json_names:
-            text = d[name]
+            text = values.get(name)
             if text is not None:
-                d[name] = _json.loads(text)
-        event = _object_new(self.cls)
-        _set_dict(event, d)
-        _set_fields_set(event, set(shape))  # type: ignore[arg-type]
-        _set_extra(event, {} if self._extra else None)
-        _set_private(event, None)
-        return event
-
-    def build_validated(self, record: Record) -> BaseEvent:
-        """The event built by pydantic's validating constructor."""
-        kw: dict[str, Any] = {"timestamp": record[1]}
-        json_fields = self.json_fields
-        for name, value in zip(self.fields, record[2:], strict=True):
-            if value is not None:
-                kw[name] = _json.loads(value) if name in json_fields else value
-        return self.cls(**kw)
-
-    def _shape(self, record: Record) -> frozenset[str] | bool:
-        """Whether records typed like ``record`` may skip validation, and the
-        fields-set their events get; remembered per type-shape."""
-        types = tuple(map(type, record))
-        shape: frozenset[str] | bool = _NOT_FAST
-        if (self._template is not None and len(record) == 2 + len(self.fields) and types[1] is int
-                and all(t is str or (t is NoneType and name not in self._required)
-                        for name, t in zip(self.fields, types[2:], strict=True))):
-            carried = (name for name, v in zip(self.fields, record[2:], strict=True) if v is not None)
-            shape = frozenset(["timestamp", *carried])
-        if len(self._shapes) < 64:
-            self._shapes[types] = shape
-        return shape
-
-    def _self_check(self) -> None:
-        """Drop the fast path if a probe record builds differently both ways."""
-        if self._template is None:
-            return
-        probe = (self, 1796029200000) + tuple(
-            "{\"k\":[1,\"\u00e9\"]}" if name in self.json_fields else _PROBE_STR.get(name, "probe")
-            for name in self.fields
-        )
-        try:
-            slow = self.build_validated(probe)
-        except ValueError:  # pydantic's ValidationError is a ValueError
-            slow = None
-        fast = self.build(probe)
-        if slow is None or not _same_event(fast, slow):
-            self._template = None
-            self._shapes.clear()
-
-
-NoneType = type(None)
-
-
-def _filler(fields: tuple[str, ...]) -> Any:
-    """``fill(d, record)``: write a record's values into an event dict under
-    their field names; unrolled for the short records of the hot kinds."""
-    if len(fields) == 1:
-        (a,) = fields
-
-        def fill(d: dict[str, Any], r: Record) -> None:
-            d[a] = r[2]
-    elif len(fields) == 2:
-        a, b = fields
-
-        def fill(d: dict[str, Any], r: Record) -> None:
-            d[a] = r[2]
-            d[b] = r[3]
-    elif len(fields) == 3:
-        a, b, c = fields
-
-        def fill(d: dict[str, Any], r: Record) -> None:
-            d[a] = r[2]
-            d[b] = r[3]
-            d[c] = r[4]
-    else:
-        def fill(d: dict[str, Any], r: Record) -> None:
-            d.update(zip(fields, r[2:], strict=True))
-    return fill
-
-
-_PROBE_STR = {"role": None, "subtype": "message"}
-
-
-def _qualifies(cls: type[BaseEvent], fields: tuple[str, ...], json_fields: frozenset[str]) -> bool:
-    decorators = cls.__pydantic_decorators__
-    if (cls.__private_attributes__ or cls.__pydantic_post_init__ is not None or decorators.validators
-            or decorators.field_validators or decorators.root_validators or decorators.model_validators):
-        return False
-    for name, info in cls.model_fields.items():
-        if info.is_required():
-            if name not in fields:
-                return False
-        elif info.default_factory is not None or not isinstance(info.default, (NoneType, str, int, Enum)):
-            return False
-    for name in fields:
-        annotation = cls.model_fields[name].annotation
-        if not (_json_ok(annotation) if name in json_fields else _str_ok(annotation)):
-            return False
-    return True
-
-
-def _str_ok(annotation: Any) -> bool:
-    origin = typing.get_origin(annotation)
-    if annotation is str:
-        return True
-    if origin is typing.Literal:
-        return all(isinstance(a, str) for a in typing.get_args(annotation))
-    if origin is typing.Union:
-        args = typing.get_args(annotation)
-        return str in args or all(a is NoneType or _str_ok(a) for a in args)
-    return False
-
-
-def _json_ok(annotation: Any) -> bool:
-    if annotation is Any:
-        return True
-    args = typing.get_args(annotation) if typing.get_origin(annotation) is typing.Union else (annotation,)
-    return all(a is NoneType or (typing.get_origin(a) is dict and typing.get_args(a) == (str, Any)) for a in args)
-
-
-def _same_event(a: BaseEvent, b: BaseEvent) -> bool:
-    return (
-        type(a) is type(b)
-        and a == b
-        and a.__dict__ == b.__dict__
-        and list(a.__dict__) == list(b.__dict__)
-        and a.model_fields_set == b.model_fields_set
-        and a.__pydantic_extra__ == b.__pydantic_extra__
-        and a.__pydantic_private__ == b.__pydantic_private__
-        and a.model_dump_json(by_alias=True) == b.model_dump_json(by_alias=True)
-        and a.model_dump(exclude_unset=True) == b.model_dump(exclude_unset=True)
-        and repr(a) == repr(b)
-    )
+                values[name] = _json.loads(text)
+        return self._validate(values)
 
 
 RUN_STARTED = Kind(RunStartedEvent, ("thread_id", "run_id"))
@@ -269,23 +164,139 @@ TOOL_RESULT = Kind(ToolCallResultEvent, ("message_id", "tool_call_id", "content"
                    json_fields=("metadata",), content="content")
 CUSTOM = Kind(CustomEvent, ("name", "value"), json_fields=("value",))
 
-KINDS: dict[type[BaseEvent], Kind] = {
-    k.cls: k
+KINDS: dict[str, Kind] = {
+    k.name: k
     for k in (
         RUN_STARTED, RUN_FINISHED, RUN_ERROR, TEXT_START, TEXT_CONTENT, TEXT_END, REASONING_START,
         REASONING_CONTENT, REASONING_END, ENCRYPTED_VALUE, TOOL_START, TOOL_ARGS, TOOL_END, TOOL_RESULT, CUSTOM,
     )
 }
+"""Every kind the projection emits, by AG-UI event type name."""
 
 
-for _kind in KINDS.values():
-    _kind._self_check()
+def kind_named(name: str) -> Kind:
+    """The kind of the AG-UI event type ``name``; KeyError for another name."""
+    return KINDS[name]
+
+
+# -- records, by name ----------------------------------------------------------------------
+# One constructor per record the reducer makes, with the constant fields
+# (roles, subtypes) filled in. JSON-valued fields take compact JSON text.
+
+def run_started(timestamp: int, thread_id: str, run_id: str) -> Record:
+    return ("RUN_STARTED", timestamp, thread_id, run_id)
+
+
+def run_finished(timestamp: int, thread_id: str, run_id: str, result: str | None, outcome: str,
+                 usage: str | None) -> Record:
+    return ("RUN_FINISHED", timestamp, thread_id, run_id, result, outcome, usage)
+
+
+def run_error(timestamp: int, message: str, code: str | None, usage: str | None) -> Record:
+    return ("RUN_ERROR", timestamp, message, code, usage)
+
+
+def text_start(timestamp: int, message_id: str) -> Record:
+    return ("TEXT_MESSAGE_START", timestamp, message_id, "assistant")
+
+
+def text_content(timestamp: int, message_id: str, delta: str) -> Record:
+    return ("TEXT_MESSAGE_CONTENT", timestamp, message_id, delta)
+
+
+def text_end(timestamp: int, message_id: str) -> Record:
+    return ("TEXT_MESSAGE_END", timestamp, message_id)
+
+
+def reasoning_start(timestamp: int, message_id: str) -> Record:
+    return ("REASONING_MESSAGE_START", timestamp, message_id)
+
+
+def reasoning_content(timestamp: int, message_id: str, delta: str) -> Record:
+    return ("REASONING_MESSAGE_CONTENT", timestamp, message_id, delta)
+
+
+def reasoning_end(timestamp: int, message_id: str) -> Record:
+    return ("REASONING_MESSAGE_END", timestamp, message_id)
+
+
+def reasoning_signature(timestamp: int, message_id: str, signature: str) -> Record:
+    """The encrypted value (subtype message) of a reasoning message."""
+    return ("REASONING_ENCRYPTED_VALUE", timestamp, "message", message_id, signature)
+
+
+def tool_call_start(timestamp: int, tool_call_id: str, tool_call_name: str, parent_message_id: str | None) -> Record:
+    return ("TOOL_CALL_START", timestamp, tool_call_id, tool_call_name, parent_message_id)
+
+
+def tool_call_args(timestamp: int, tool_call_id: str, delta: str) -> Record:
+    return ("TOOL_CALL_ARGS", timestamp, tool_call_id, delta)
+
+
+def tool_call_end(timestamp: int, tool_call_id: str) -> Record:
+    return ("TOOL_CALL_END", timestamp, tool_call_id)
+
+
+def tool_call_result(timestamp: int, message_id: str, tool_call_id: str, content: str, metadata: str) -> Record:
+    return ("TOOL_CALL_RESULT", timestamp, message_id, tool_call_id, content, "tool", metadata)
+
+
+def custom(timestamp: int, name: str, value: str) -> Record:
+    return ("CUSTOM", timestamp, name, value)
+
+
+# -- reading records -------------------------------------------------------------------------
+
+def kind_of(record: Record) -> Kind:
+    """The kind of a record."""
+    return KINDS[record[0]]
+
+
+def event_type(record: Record) -> str:
+    """The AG-UI event type name of a record (``"TEXT_MESSAGE_CONTENT"``)."""
+    name: str = record[0]
+    return name
+
+
+def field_of(record: Record, name: str) -> Any:
+    """The stored value of field ``name`` (or ``"timestamp"``) of a record:
+    str, None, or JSON text for the kind's JSON fields. None when the
+    record's kind has no such field."""
+    at = KINDS[record[0]]._at.get(name)
+    return None if at is None else record[at]
+
+
+def content_of(record: Record) -> Any:
+    """The stored value of the record's content field (the one a processor
+    may change). Raises ValueError for a kind without one."""
+    kind = KINDS[record[0]]
+    if kind.content is None:
+        raise ValueError(f"a {kind.name} record has no content field")
+    return record[kind._at[kind.content]]
+
+
+def with_content(record: Record, value: Any) -> Record:
+    """The record with its content field set to ``value`` (the same record
+    when the value is equal). Raises ValueError for a kind without one."""
+    kind = KINDS[record[0]]
+    if kind.content is None:
+        raise ValueError(f"a {kind.name} record has no content field")
+    at = kind._at[kind.content]
+    if record[at] == value:
+        return record
+    return record[:at] + (value,) + record[at + 1:]
 
 
 def build(record: Record) -> BaseEvent:
-    """A fresh AG-UI event for a record."""
-    return record[0].build(record)
+    """A fresh AG-UI event for a record (see ``Kind.build``)."""
+    kind = KINDS[record[0]]
+    pair = kind._pair
+    if pair is not None:  # Kind.build's first case, one call less on the hot path
+        return kind._validate({"timestamp": record[1], pair[0]: record[2], pair[1]: record[3]})
+    return kind.build(record)
 
+
+# -- the log of a Run's records -----------------------------------------------------------------
 
 _CHUNK = 64
 _BLOCK = _CHUNK * _CHUNK
@@ -296,21 +307,20 @@ class RecordLog(Sequence[Record]):
     """The records of a projection: an immutable, persistent sequence.
 
     ``extend`` and ``append`` return a new log sharing everything with the old
-    one; reading gives the records (``(kind, timestamp, ...)``) back.
+    one. It pickles as the tuple of its records.
 
     The layout keeps the garbage collector's share of observe() small and
     constant. The collector traverses every container created since its last
     young collection in full, and those run every few hundred allocations: a
     single persistent vector of all records, new after each item, made each
     of them cost as much as the whole history. Here an item creates only a
-    tail tuple of fewer than CHUNK rows; full tails are sealed into a tuple of
-    fewer than CHUNK chunks, and full sets of chunks into blocks of
-    CHUNK * CHUNK rows held by a persistent vector, which is therefore new
-    only once every CHUNK * CHUNK records. And a stored row holds the kind's
-    ``code`` (an int) instead of the Kind object, so rows, chunks and blocks
-    hold only atomic values and the collector stops tracking them after
-    their first collection: a long Run's events do not make full
-    collections longer or more frequent.
+    tail tuple of fewer than CHUNK records; full tails are sealed into a tuple
+    of fewer than CHUNK chunks, and full sets of chunks into blocks of
+    CHUNK * CHUNK records held by a persistent vector, which is therefore new
+    only once every CHUNK * CHUNK records. And a record holds only str, int
+    and None, so records, chunks and blocks hold only atomic values and the
+    collector stops tracking them after their first collection: a long Run's
+    events do not make full collections longer or more frequent.
     """
 
     __slots__ = ("_blocks", "_chunks", "_tail")
@@ -318,11 +328,11 @@ class RecordLog(Sequence[Record]):
     CHUNK = _CHUNK
 
     def __init__(self, records: Iterable[Record] = ()) -> None:
-        self._blocks, self._chunks, self._tail = _layout(tuple([(r[0].code, *r[1:]) for r in records]))
+        self._blocks, self._chunks, self._tail = _layout(tuple(records))
 
     @classmethod
     def _of(cls, blocks: PVector[tuple[Rows, ...]], chunks: tuple[Rows, ...], tail: Rows) -> RecordLog:
-        log = _object_new(cls)
+        log = object.__new__(cls)
         log._blocks = blocks
         log._chunks = chunks
         log._tail = tail
@@ -330,11 +340,7 @@ class RecordLog(Sequence[Record]):
 
     def extend(self, records: Iterable[Record]) -> RecordLog:
         """A new log with ``records`` appended (this one if there are none)."""
-        if type(records) is list and len(records) == 1:  # the usual case: one event per item
-            r = records[0]
-            tail = self._tail + ((r[0].code, *r[1:]),)
-        else:
-            tail = self._tail + tuple([(r[0].code, *r[1:]) for r in records])
+        tail = self._tail + tuple(records)
         n = len(tail)
         if n == len(self._tail):
             return self
@@ -373,8 +379,7 @@ class RecordLog(Sequence[Record]):
             i += n
         if not 0 <= i < n:
             raise IndexError("RecordLog index out of range")
-        row = self._row(i)
-        return (KIND_OF_CODE[row[0]], *row[1:])
+        return self._row(i)
 
     def _piece(self, k: int) -> Rows:
         """Chunk number ``k`` (the tail after the last full chunk)."""
@@ -384,21 +389,19 @@ class RecordLog(Sequence[Record]):
         k -= sealed
         return self._chunks[k] if k < len(self._chunks) else self._tail
 
+    def _pieces(self) -> Iterator[Rows]:
+        """Every chunk in order, then the tail."""
+        for block in self._blocks:
+            yield from block
+        yield from self._chunks
+        yield self._tail
+
     def _row(self, i: int) -> Record:
         k, at = divmod(i, _CHUNK)
         return self._piece(k)[at]
 
-    def _rows(self, start: int = 0, stop: int | None = None) -> Iterator[Record]:
-        """The stored rows (kind code first) from ``start`` to ``stop``."""
-        if start == 0 and stop is None:
-            for block in self._blocks:
-                for chunk in block:
-                    yield from chunk
-            for chunk in self._chunks:
-                yield from chunk
-            yield from self._tail
-            return
-        stop = len(self) if stop is None else stop
+    def _rows(self, start: int, stop: int) -> Iterator[Record]:
+        """The records from ``start`` to ``stop``."""
         i = start
         while i < stop:
             k, at = divmod(i, _CHUNK)
@@ -409,9 +412,8 @@ class RecordLog(Sequence[Record]):
             i += len(piece)
 
     def __iter__(self) -> Iterator[Record]:
-        kinds = KIND_OF_CODE
-        for row in self._rows():
-            yield (kinds[row[0]], *row[1:])
+        for piece in self._pieces():
+            yield from piece
 
     def __eq__(self, other: object) -> bool:
         # The layout is canonical (full blocks, full chunks, a short tail),
@@ -466,20 +468,22 @@ class EventLog(Sequence[BaseEvent]):
     def __getitem__(self, index: int | slice) -> BaseEvent | EventLog:
         if isinstance(index, slice):
             return EventLog(self._records[index])
-        record = self._records[index]
-        return record[0].build(record)
+        return build(self._records[index])
 
     def __iter__(self) -> Iterator[BaseEvent]:
         records = self._records
-        if type(records) is RecordLog:
-            # Build straight from the stored rows (Kind.build reads only a
-            # row's values), without making each record first.
-            kinds = KIND_OF_CODE
-            for row in records._rows():
-                yield kinds[row[0]].build(row)
-            return
-        for record in records:
-            yield record[0].build(record)
+        # A RecordLog chunk by chunk: one generator level less per event.
+        pieces = records._pieces() if type(records) is RecordLog else (records,)
+        kinds = KINDS
+        for piece in pieces:
+            for record in piece:
+                # build(), written out: this loop is all a snapshot read costs.
+                kind = kinds[record[0]]
+                pair = kind._pair
+                if pair is not None:
+                    yield kind._validate({"timestamp": record[1], pair[0]: record[2], pair[1]: record[3]})
+                else:
+                    yield kind.build(record)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, EventLog):

@@ -1,0 +1,63 @@
+# A ProjectionState is a plain value: it pickles and unpickles to an equal
+# state at every point of any Run, and the copy carries on exactly like the
+# original (same events for the next item, same snapshot).
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+import attrs
+from hypothesis import given
+from hypothesis import strategies as st
+
+from harness_agui import INITIAL_STATE, ProjectionState
+from harness_agui.core.reduce import advance, reduce
+from harness_agui.testing import complete_histories, live_histories
+
+
+def _round_trip(state: ProjectionState) -> ProjectionState:
+    copy = pickle.loads(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
+    assert type(copy) is ProjectionState
+    return copy  # type: ignore[no-any-return]
+
+
+@given(st.one_of(complete_histories(), live_histories()))
+def test_every_state_of_any_run_pickles_to_an_equal_state(items: list[Any]) -> None:
+    state = INITIAL_STATE
+    assert _round_trip(state) == state
+    for item in items:
+        copy = _round_trip(state)
+        assert copy == state
+        # The copy carries on exactly like the original.
+        after, events = reduce(state, item)
+        copy_after, copy_events = reduce(copy, item)
+        assert copy_events == events
+        assert copy_after == after
+        state = after
+    copy = _round_trip(state)
+    assert copy == state
+    assert copy.snapshot() == state.snapshot()
+    assert copy.events == state.events
+
+
+@given(complete_histories())
+def test_a_pickled_state_is_no_larger_than_its_records_need(items: list[Any]) -> None:
+    state = INITIAL_STATE
+    for item in items:
+        state = advance(state, item)
+    # Kinds are not pickled as objects: a record is its type name, its
+    # timestamp and its values.
+    data = pickle.dumps(state)
+    assert b"ag_ui" not in data and b"Kind" not in data
+
+
+@given(st.one_of(complete_histories(), live_histories()))
+def test_the_reducers_fast_constructor_builds_the_same_state_as_the_attrs_one(items: list[Any]) -> None:
+    state = INITIAL_STATE
+    for item in items:
+        state = advance(state, item)
+        fields = [getattr(state, a.name) for a in attrs.fields(ProjectionState)]
+        slow = ProjectionState(*fields)
+        assert slow == state
+        assert list(vars(slow).items()) == list(vars(state).items())
