@@ -6,7 +6,17 @@ README for a quick start.
 """
 
 from .core.custom import assemble_custom, is_fragment
-from .core.errors import AguiObservationError
+from .core.errors import (
+    AfterTerminalError,
+    AguiObservationError,
+    ForeignRunError,
+    HarnessAguiError,
+    HistoryError,
+    IncompletePrefixError,
+    SequenceGapError,
+    SequenceOrderError,
+)
+from .core.history import HistoryCursor
 from .core.observer import HarnessAguiObserver
 from .core.records import EventLog
 from .core.reduce import CUSTOM_MAX_CHARS, INPUT_CHUNK_CHARS, Processor, advance, reduce
@@ -41,6 +51,14 @@ __version__ = "0.1.0"
 __all__ = [
     "HarnessAguiObserver",
     "AguiObservationError",
+    "HarnessAguiError",
+    "HistoryError",
+    "ForeignRunError",
+    "SequenceOrderError",
+    "SequenceGapError",
+    "AfterTerminalError",
+    "IncompletePrefixError",
+    "HistoryCursor",
     "reduce",
     "advance",
     "Processor",

@@ -15,10 +15,14 @@ from ag_ui_validate.pytest_plugin import assert_valid_agui
 
 from harness_agui import HarnessAguiObserver, HarnessStreamEvent
 from harness_agui.host import (
+    AfterTerminalError,
     Delivery,
     DeliveryMismatchError,
     DeliveryOrderError,
+    ForeignRunError,
     IncompletePrefixError,
+    SequenceGapError,
+    SequenceOrderError,
     SqliteDeliveryLog,
     SqliteSourceJournal,
     UnknownEventIdError,
@@ -102,17 +106,33 @@ def test_recording_an_item_twice_skipping_one_or_after_the_terminal_is_refused_a
     pairs = projected(items)
     log.record(*pairs[0])
     log.record(*pairs[1])
-    with pytest.raises(DeliveryOrderError, match="already recorded") as repeat:
+    with pytest.raises(DeliveryOrderError, match="sequence repeated: 2 was due") as repeat:
         log.record(*pairs[1])
     assert (repeat.value.sequence, repeat.value.cursor) == (1, 1)
-    with pytest.raises(DeliveryOrderError, match="skips ahead"):
+    assert type(repeat.value.__cause__) is SequenceOrderError
+    with pytest.raises(DeliveryOrderError, match="sequence 2 missing") as skip:
         log.record(*pairs[3])
+    assert type(skip.value.__cause__) is SequenceGapError
     assert (log.cursor("r"), log.last_event_id("r")) == (1, 3)
     log.record(*pairs[2])
     log.record(*pairs[3])
-    with pytest.raises(DeliveryOrderError, match="terminal"):
+    with pytest.raises(DeliveryOrderError, match="after the terminal result at sequence 3") as late:
         log.record(SourceBuilder("t", "r", first_sequence=4).observation("late", 0).items[0], ())
+    assert type(late.value.__cause__) is AfterTerminalError
     assert log.cursor("r") == 3
+
+
+def test_a_runs_first_record_is_sequence_0_and_later_ones_keep_its_thread(log):
+    items = SourceBuilder("t", "r").observation("x", 1).observation("y", 2).items
+    with pytest.raises(DeliveryOrderError, match="sequence 0 missing") as late:
+        log.record(items[1], ())
+    assert type(late.value.__cause__) is SequenceGapError
+    log.record(items[0], ())
+    other = SourceBuilder("t-other", "r", first_sequence=1).observation("y", 2).items[0]
+    with pytest.raises(DeliveryOrderError, match="thread 't-other'") as foreign:
+        log.record(other, ())
+    assert type(foreign.value.__cause__) is ForeignRunError
+    assert (log.cursor("r"), log.last_event_id("r")) == (0, 0)
 
 
 def test_record_refuses_what_is_not_an_item_or_an_event(log):

@@ -102,8 +102,23 @@ def test_a_different_item_at_a_stored_sequence_is_a_conflict_and_writes_nothing(
     other = attrs.evolve(items[1], event=attrs.evolve(items[1].event, value={"i": 99}))
     with pytest.raises(JournalConflictError) as info:
         journal.append(other)
-    assert (info.value.run_id, info.value.sequence) == ("run-1", 1)
+    assert (info.value.run_id, info.value.sequence, info.value.expected) == ("run-1", 1, 2)
     assert isinstance(info.value, ValueError)
+    assert isinstance(info.value, SequenceOrderError)  # what every reader raises for a repeated sequence
+    assert rows(journal.path) == before
+
+
+def test_after_the_terminal_result_a_second_delivery_is_a_no_op_and_anything_else_is_after_terminal(journal):
+    items = observations(3)
+    for item in items:
+        journal.append(item)
+    before = rows(journal.path)
+    assert journal.append(items[2]) is False
+    assert journal.append(items[1]) is False
+    other = attrs.evolve(items[1], event=attrs.evolve(items[1].event, value={"i": 99}))
+    with pytest.raises(AfterTerminalError) as info:
+        journal.append(other)
+    assert not isinstance(info.value, JournalConflictError)
     assert rows(journal.path) == before
 
 

@@ -17,7 +17,13 @@ from ag_ui_validate.pytest_plugin import assert_valid_agui
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness_agui import HarnessAguiObserver
+from harness_agui import (
+    AfterTerminalError,
+    ForeignRunError,
+    HarnessAguiObserver,
+    SequenceGapError,
+    SequenceOrderError,
+)
 from harness_agui.core.source import HarnessStreamEvent, TextPart, TextPartDelta
 from harness_agui.testing import SourceBuilder, simulated_run
 from harness_agui.wire.codec import DecodeError, encode
@@ -137,11 +143,13 @@ def test_blank_lines_a_byte_order_mark_and_crlf_endings_are_tolerated(tmp_path: 
 
 def test_without_a_run_id_the_first_run_is_read_and_a_second_one_is_an_error(tmp_path: Path) -> None:
     path = journal_file(tmp_path, chat("run-a") + chat("run-b"))
-    with pytest.raises(JournalError) as info:
+    with pytest.raises(ForeignRunError) as info:
         list(Journal(path))
     e = info.value
-    assert (e.source, e.line, e.run_id, e.sequence) == (str(path), 9, "run-b", 0)
-    assert str(e).startswith(f"{path}:9: an item of run 'run-b' follows items of run 'run-a'")
+    assert (e.source, e.line, e.run_id, e.found_run_id, e.sequence) == (str(path), 9, "run-a", "run-b", 0)
+    assert str(e) == (f"{path}:9: run 'run-a', sequence 0: an item of run 'run-b' in the history of run 'run-a' "
+                      "(the journal holds more than one run, so choose one)")
+    assert isinstance(e, JournalError)  # the old name still catches it
 
 
 def test_a_run_id_selects_one_run_of_several(tmp_path: Path) -> None:
@@ -212,41 +220,50 @@ def damaged(tmp_path: Path, order: list[int]) -> Path:
 
 
 def test_a_repeated_sequence_is_an_error_naming_the_line(tmp_path: Path) -> None:
-    with pytest.raises(JournalError, match=r":4: sequence 2 repeated after 2$") as info:
+    with pytest.raises(SequenceOrderError, match=r":4: run 'run-1', sequence 2: sequence repeated: 3 was due$") as info:
         list(Journal(damaged(tmp_path, [0, 1, 2, 2, 3])))
-    assert (info.value.run_id, info.value.sequence) == ("run-1", 2)
+    assert (info.value.run_id, info.value.sequence, info.value.expected, info.value.line) == ("run-1", 2, 3, 4)
 
 
 def test_a_decreasing_sequence_is_an_error_naming_the_line(tmp_path: Path) -> None:
-    with pytest.raises(JournalError, match=r":4: sequence 2 out of order after 3$"):
-        list(Journal(damaged(tmp_path, [0, 1, 3, 2]), allow_gaps=True))
+    with pytest.raises(SequenceOrderError, match=r":4: run 'run-1', sequence 1: sequence went back: 3 was due$"):
+        list(Journal(damaged(tmp_path, [0, 1, 2, 1])))
 
 
 def test_a_gap_in_sequence_is_an_error_naming_what_is_missing(tmp_path: Path) -> None:
-    with pytest.raises(JournalError, match=r":3: sequence jumps from 1 to 4: 2-3 missing$"):
+    with pytest.raises(SequenceGapError, match=r":3: run 'run-1', sequence 4: sequence 2 to 3 missing$") as info:
         list(Journal(damaged(tmp_path, [0, 1, 4, 5])))
-    with pytest.raises(JournalError, match=r":2: sequence jumps from 0 to 2: 1 missing$"):
+    assert (info.value.sequence, info.value.expected) == (4, 2)
+    with pytest.raises(SequenceGapError, match=r":2: run 'run-1', sequence 2: sequence 1 missing$"):
         list(Journal(damaged(tmp_path, [0, 2])))
 
 
-def test_gaps_can_be_allowed_when_sequences_are_not_contiguous(tmp_path: Path) -> None:
+def test_a_run_whose_first_line_is_not_sequence_0_is_a_gap(tmp_path: Path) -> None:
+    with pytest.raises(SequenceGapError, match=r":1: run 'run-1', sequence 2: sequence 0 to 1 missing$"):
+        list(Journal(damaged(tmp_path, [2, 3, 4])))
+
+
+def test_a_gap_beyond_the_prefix_asked_for_is_not_read(tmp_path: Path) -> None:
     items = chat()
-    assert list(Journal(damaged(tmp_path, [0, 1, 4, 5]), allow_gaps=True)) == [items[i] for i in (0, 1, 4, 5)]
+    assert list(Journal(damaged(tmp_path, [0, 1, 4, 5]), through=1)) == items[:2]
+    with pytest.raises(SequenceGapError):
+        list(Journal(damaged(tmp_path, [0, 1, 4, 5]), through=2))
 
 
 def test_an_item_after_the_terminal_result_is_an_error(tmp_path: Path) -> None:
     items = chat()
     late = SourceBuilder("thread-1", "run-1", first_sequence=len(items)).observation("late", 1).items
     path = journal_file(tmp_path, items + late)
-    with pytest.raises(JournalError, match=rf":{len(items) + 1}: item \(sequence {len(items)}\) after the terminal "
-                                           rf"result at line {len(items)}$"):
+    with pytest.raises(AfterTerminalError, match=rf":{len(items) + 1}: run 'run-1', sequence {len(items)}: an item "
+                                                 rf"after the terminal result at sequence {len(items) - 1}$"):
         list(Journal(path))
 
 
 def test_a_run_that_changes_thread_is_an_error(tmp_path: Path) -> None:
     items = chat()
     other = chat(thread_id="thread-2")
-    with pytest.raises(JournalError, match=r":3: run 'run-1' changes thread from 'thread-1' to 'thread-2'"):
+    with pytest.raises(ForeignRunError, match=r":3: run 'run-1', sequence 2: an item of thread 'thread-2' in a run "
+                                              r"of thread 'thread-1'$"):
         list(Journal(journal_file(tmp_path, items[:2] + other[2:])))
 
 
@@ -395,6 +412,37 @@ def test_check_finds_gaps_as_ranges_of_missing_sequences(tmp_path: Path) -> None
     assert "  gap: sequence 5 missing" in report.describe()
 
 
+def test_check_counts_a_run_whose_first_line_is_not_sequence_0_as_a_gap_from_0(tmp_path: Path) -> None:
+    b = SourceBuilder()
+    for i in range(6):
+        b.observation("tick", i)
+    report = check(tmp_path, [encode(i) for i in b.items[3:]])
+    run = report.runs[0]
+    assert (run.gaps, run.first_sequence, run.projection_error) == (((0, 2),), 3, None)
+    assert "  gap: sequences 0-2 missing" in report.describe()
+
+
+def test_check_reports_lines_of_another_thread_and_leaves_them_out(tmp_path: Path) -> None:
+    items, other = chat(), chat(thread_id="thread-2")
+    report = check(tmp_path, [encode(i) for i in items[:2] + other[2:3] + items[2:]])
+    run = report.runs[0]
+    assert run.wrong_thread == (LineFault(3, 2, "thread 'thread-2', not 'thread-1'"),)
+    assert run.duplicates == () and run.projection_error is None and run.problems == 1
+    assert "  wrong thread: line 3: thread 'thread-2', not 'thread-1'" in report.describe()
+
+
+def test_check_steps_over_a_gap_and_still_finds_where_the_projection_refuses_after_it(tmp_path: Path) -> None:
+    b = SourceBuilder().user("go").request()
+    b.text(0, ["a", "b", "c"])
+    lines = [encode(i) for i in b.items]
+    start = next(n for n, i in enumerate(b.items) if type(i.event).__name__ == "PartStartEvent")
+    report = check(tmp_path, lines[:start] + lines[start + 1:])  # the start line is lost: a gap
+    run = report.runs[0]
+    assert run.gaps == ((start, start),)
+    fault = run.projection_error
+    assert fault is not None and (fault.sequence, "not open" in fault.detail) == (start + 1, True)
+
+
 def test_check_finds_duplicates_and_out_of_order_items(tmp_path: Path) -> None:
     lines = [encode(i) for i in chat()]
     report = check(tmp_path, [lines[0], lines[1], lines[1], lines[3], lines[2], lines[4]])
@@ -464,15 +512,17 @@ def test_the_interval_set_agrees_with_a_plain_set(numbers: list[int]) -> None:
     for n in numbers:
         assert seen.add(n) == (n not in model)
         model.add(n)
-    if model:
-        expected = tuple((a, a) for a in range(min(model), max(model) + 1) if a not in model)
+    for first in (0, min(model, default=0)):  # a Run starts at 0: a late first number is a gap too
+        if not model:
+            continue
+        expected = tuple((a, a) for a in range(first, max(model) + 1) if a not in model)
         merged: list[tuple[int, int]] = []
         for a, _ in expected:
             if merged and merged[-1][1] == a - 1:
                 merged[-1] = (merged[-1][0], a)
             else:
                 merged.append((a, a))
-        assert seen.gaps() == tuple(merged)
+        assert seen.gaps(first) == tuple(merged)
     assert all(seen.starts[i] <= seen.ends[i] < seen.starts[i + 1] - 1 for i in range(len(seen.starts) - 1))
 
 

@@ -17,6 +17,7 @@ from ag_ui.core import BaseEvent, EventType, TextMessageContentEvent, TextMessag
 from pydantic import BaseModel
 
 from harness_agui import (
+    INITIAL_STATE,
     AguiObservationError,
     Deferred,
     DeferredToolCall,
@@ -30,6 +31,7 @@ from harness_agui import (
     PartEndEvent,
     PartStartEvent,
     RunResult,
+    SequenceGapError,
     TextPart,
     TextPartDelta,
     ThinkingPart,
@@ -95,10 +97,11 @@ def readings(observer: HarnessAguiObserver) -> tuple[Any, ...]:
             observer.finished, observer.is_fresh)
 
 
-def fail_on_sequence(n: int) -> Callable[[Any, BaseEvent], BaseEvent]:
+def fail_on_value(value: Any) -> Callable[[Any, BaseEvent], BaseEvent]:
+    """A processor that fails on the events of an observation carrying ``value``."""
     def processor(item: Any, event: BaseEvent) -> BaseEvent:
-        if item.sequence == n:
-            raise RuntimeError(f"processor failed on sequence {n}")
+        if isinstance(item.event, ObservationEvent) and item.event.value == value:
+            raise RuntimeError(f"processor failed on value {value!r}")
         return event
     return processor
 
@@ -129,7 +132,10 @@ SEMANTIC_ERRORS: dict[str, tuple[list[HarnessStreamEvent], HarnessStreamEvent, A
     "other run on the terminal item": ([obs(0)], res(1, run="run-2"), None),
     "repeated sequence": ([obs(0), obs(1)], obs(1, "again"), None),
     "repeated sequence on the terminal item": ([obs(0), obs(1)], res(1), None),
-    "decreasing sequence": ([obs(0), obs(5)], obs(3), None),
+    "decreasing sequence": ([obs(0), obs(1), obs(2)], obs(1), None),
+    "skipped sequence": ([obs(0), obs(1)], obs(3), None),
+    "first item not at sequence 0": ([], obs(1), None),
+    "terminal item skipping a sequence": ([obs(0)], res(2), None),
     "event after the terminal item": (FINISHED, obs(2), None),
     "second terminal item": (FINISHED, res(2, RunResult(status="cancelled")), None),
     "delta of another kind": (TEXT_OPEN, delta(2, 0, ThinkingPartDelta(content_delta="x")), None),
@@ -177,8 +183,7 @@ def test_each_semantic_error_raises_agui_observation_error_and_changes_nothing(c
 
 FAILING_OBSERVES: dict[str, tuple[list[HarnessStreamEvent], HarnessStreamEvent, Any, type[BaseException]]] = {
     "bad correlation": ([obs(0), obs(1)], obs(2, run="run-other"), None, AguiObservationError),
-    "processor error": (TEXT_OPEN, delta(2, 0, TextPartDelta(content_delta="llo")), fail_on_sequence(2),
-                        RuntimeError),
+    "processor error": ([obs(0), obs(1)], obs(2, "boom"), fail_on_value("boom"), RuntimeError),
     "part kind change": (TEXT_OPEN, delta(2, 0, ThinkingPartDelta(content_delta="x")), None, AguiObservationError),
     "after terminal": (FINISHED, obs(2), None, AguiObservationError),
     "repeated sequence": ([obs(0), obs(1)], obs(1), None, AguiObservationError),
@@ -186,7 +191,7 @@ FAILING_OBSERVES: dict[str, tuple[list[HarnessStreamEvent], HarnessStreamEvent, 
 }
 GOOD_NEXT = {
     "bad correlation": obs(2),
-    "processor error": obs(3),
+    "processor error": obs(2),
     "part kind change": delta(2, 0, TextPartDelta(content_delta="llo")),
     "after terminal": None,
     "repeated sequence": obs(2),
@@ -213,12 +218,12 @@ def test_a_failing_observe_leaves_snapshot_event_count_and_state_exactly_as_befo
 
 
 def test_a_failed_first_observe_leaves_the_observer_fresh_and_resumable() -> None:
-    observer = HarnessAguiObserver(fail_on_sequence(0))
+    observer = HarnessAguiObserver(fail_on_value("boom"))
     with pytest.raises(RuntimeError):
-        observer.observe(obs(0))
+        observer.observe(obs(0, "boom"))
     assert observer.is_fresh and observer.thread_id is None and observer.run_id is None
     assert observer.snapshot() == () and observer.event_count == 0
-    asyncio.run(observer.resume([obs(1), obs(2)]))
+    asyncio.run(observer.resume([obs(0), obs(1)]))
     assert observer.run_id == RUN and observer.event_count == 3
 
 
@@ -231,20 +236,33 @@ def test_a_failed_first_observe_binds_no_correlation() -> None:
     assert (observer.thread_id, observer.run_id) == ("thread-9", "run-9")
 
 
-def test_gaps_in_the_sequence_are_accepted_since_the_host_detects_retention_gaps() -> None:
-    observer = observed([obs(0), obs(7)])
-    assert observer.observe(obs(100))[0].value["sequence"] == 100
+def test_a_gap_in_the_sequence_is_refused_so_that_a_retention_gap_cannot_pass_unseen() -> None:
+    observer = observed([obs(0), obs(1)])
+    before = observer.state
+    with pytest.raises(SequenceGapError) as raised:
+        observer.observe(obs(7))
+    assert (raised.value.run_id, raised.value.sequence, raised.value.expected) == (RUN, 7, 2)
+    assert observer.state is before
+    assert observer.observe(obs(2))[0].value["sequence"] == 2
+
+
+def test_a_runs_first_item_must_carry_sequence_0() -> None:
+    observer = HarnessAguiObserver()
+    with pytest.raises(SequenceGapError) as raised:
+        observer.observe(obs(3))
+    assert (raised.value.sequence, raised.value.expected) == (3, 0)
+    assert observer.is_fresh and observer.state is INITIAL_STATE
 
 
 def test_the_first_successful_item_binds_thread_and_run() -> None:
     observer = HarnessAguiObserver()
     assert (observer.thread_id, observer.run_id, observer.event_count, observer.finished) == (None, None, 0, False)
     assert observer.is_fresh
-    events = observer.observe(obs(3))
+    events = observer.observe(obs(0))
     assert isinstance(events, tuple)
     assert (observer.thread_id, observer.run_id, observer.event_count) == (THREAD, RUN, 2)
     assert not observer.is_fresh
-    observer.observe(res(4))
+    observer.observe(res(1))
     assert observer.finished and observer.event_count == 3
 
 

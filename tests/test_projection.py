@@ -28,10 +28,12 @@ from harness_agui import (
     HarnessAguiObserver,
     HarnessEvent,
     HarnessStreamEvent,
+    HistoryCursor,
     InputEvent,
     ObservationEvent,
     PartDeltaEvent,
     PartStartEvent,
+    ProjectionState,
     RunResult,
     TextPart,
     TextPartDelta,
@@ -43,6 +45,7 @@ from harness_agui import (
     Usage,
     assemble_custom,
     is_fragment,
+    reduce,
 )
 from harness_agui.testing import DEMO_START, SourceBuilder, simulated_run
 
@@ -118,10 +121,17 @@ def test_run_started_precedes_a_terminal_item_that_is_the_first_item() -> None:
     ]]
 
 
-def test_run_started_carries_the_first_items_thread_and_run_even_when_its_sequence_is_not_zero() -> None:
-    b = SourceBuilder("thread-x", "run-y", first_sequence=41).observation("n", None)
+def test_run_started_carries_the_first_items_thread_and_run() -> None:
+    b = SourceBuilder("thread-x", "run-y").observation("n", None)
     events = wire(project(b.items))
     assert events[0] == {"type": "RUN_STARTED", "timestamp": T0, "threadId": "thread-x", "runId": "run-y"}
+
+
+def test_a_state_whose_history_cursor_starts_later_takes_a_first_item_there_and_still_starts_the_run() -> None:
+    item = SourceBuilder("thread-x", "run-y", first_sequence=41).observation("n", None).items[0]
+    state, events = reduce(ProjectionState(history=HistoryCursor(next_sequence=41)), item)
+    assert wire(events)[0] == {"type": "RUN_STARTED", "timestamp": T0, "threadId": "thread-x", "runId": "run-y"}
+    assert (state.thread_id, state.run_id, state.last_sequence) == ("thread-x", "run-y", 41)
 
 
 @pytest.mark.parametrize(("occurred_at", "expected"), [
@@ -579,14 +589,14 @@ def test_another_observation_is_a_custom_carrying_its_name_and_value(value: Any)
 
 def test_custom_correlation_is_the_source_items_own() -> None:
     at = datetime(2026, 12, 1, 8, 30, 15, 250000, tzinfo=timezone(timedelta(hours=2)))
-    first = HarnessEvent(thread_id="th", run_id="ru", sequence=5, occurred_at=at,
+    first = HarnessEvent(thread_id="th", run_id="ru", sequence=0, occurred_at=at,
                          event=ObservationEvent(name="n", value=1))
-    second = HarnessEvent(thread_id="th", run_id="ru", sequence=9, occurred_at=at + timedelta(seconds=1),
+    second = HarnessEvent(thread_id="th", run_id="ru", sequence=1, occurred_at=at + timedelta(seconds=1),
                           event=ObservationEvent(name="n", value=2))
     observer = HarnessAguiObserver()
     observer.observe(first)
     (event,) = observer.observe(second)
-    assert event.value == {"thread_id": "th", "run_id": "ru", "sequence": 9,
+    assert event.value == {"thread_id": "th", "run_id": "ru", "sequence": 1,
                            "occurred_at": "2026-12-01T08:30:16.250000+02:00",
                            "payload": {"type": "observation", "name": "n", "value": 2}}
 

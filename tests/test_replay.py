@@ -19,11 +19,14 @@ from harness_agui import (
     ObservationEvent,
     PartDeltaEvent,
     PartStartEvent,
+    SequenceGapError,
+    SequenceOrderError,
     TextPart,
     ToolCallPart,
     ToolCallPartDelta,
     encode,
 )
+from harness_agui.core.records import build
 from harness_agui.debug import replay as replay_module
 from harness_agui.debug.replay import (
     Diagnosis,
@@ -121,7 +124,7 @@ def test_a_steps_events_are_the_records_its_item_appended() -> None:
     for step in steps(simulated_run()):
         appended = step.after.events[len(step.before.events):]
         assert list(step.records) == list(appended)
-        assert step.events == tuple(r[0].build(r) for r in appended)
+        assert step.events == tuple(build(r) for r in appended)
 
 
 def test_steps_is_lazy_and_yields_every_step_before_a_failing_item() -> None:
@@ -130,7 +133,7 @@ def test_steps_is_lazy_and_yields_every_step_before_a_failing_item() -> None:
     it = steps([*items, bad, *simulated_run()[5:7]])
     got = [next(it) for _ in range(5)]
     assert [s.position for s in got] == [0, 1, 2, 3, 4]
-    with pytest.raises(AguiObservationError, match="decreasing sequence 2"):
+    with pytest.raises(SequenceOrderError, match="sequence went back: 5 was due"):
         next(it)
 
 
@@ -206,7 +209,12 @@ def test_steps_and_diagnose_read_a_journal_object_plain_or_async(tmp_path: Path)
     assert failure is not None
     assert (failure.stage, failure.position, failure.line) == ("read", 3, 4)
     assert isinstance(failure.error, JournalError)
-    assert diagnose(gap).ok  # the reducer itself accepts a gap; the strict Journal reader does not
+    assert type(failure.error) is SequenceGapError
+    # Read leniently, the same gap is refused one stage later, by the reducer, with the same error.
+    projected = diagnose(gap).failure
+    assert projected is not None
+    assert (projected.stage, projected.position, projected.line) == ("project", 3, 4)
+    assert type(projected.error) is SequenceGapError
 
 
 def test_step_properties_show_where_the_run_is() -> None:

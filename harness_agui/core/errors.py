@@ -1,18 +1,69 @@
-"""The library's own error type."""
+# The library's errors, in one tree.
+#
+#     HarnessAguiError                      everything this library raises on purpose
+#     ├── AguiObservationError              the observer's contract was broken (SPEC section 5)
+#     │   └── HistoryError                  the order of a Run's history (core.history.advance)
+#     │       ├── ForeignRunError           an item of another Run or Thread
+#     │       ├── SequenceOrderError        a repeated or decreasing sequence
+#     │       │   └── JournalConflictError  ... whose item differs from the one stored there (host)
+#     │       ├── SequenceGapError          a skipped sequence (a retention gap)
+#     │       ├── AfterTerminalError        an item after the terminal result
+#     │       └── IncompletePrefixError     a prefix that stops short of its handoff cursor
+#     ├── DecodeError (also ValueError)     a wire line that does not decode (wire.codec)
+#     └── StorageError (also ValueError)    a Host-kit store refused a value; nothing was written (host.errors)
+#         ├── JournalConflictError          (see above: also a SequenceOrderError)
+#         └── DeliveryError
+#             ├── DeliveryOrderError        a delivery recorded out of source order
+#             ├── UnknownEventIdError       a Last-Event-ID the log never assigned
+#             └── DeliveryMismatchError     a rebuilt projection differs from what was delivered
+#
+# Wrong Python types raise TypeError and bad arguments ValueError, as
+# everywhere in Python; those are not in the tree.
+#
+# The history errors live here, in the core, because every reader raises
+# them: the reducer (so observe() and resume()), the JSONL journal reader, the
+# Host kit's checks and its SQLite journal. They are AguiObservationErrors on
+# purpose: a Host that catches the library's error around resume() to retry
+# catches them too, and the observer is left fresh either way. Each keeps its
+# arguments as attributes (``run_id``, ``sequence``, ``expected``, ...), so a
+# Host can log or branch on them without parsing messages. A reader that
+# knows where the item came from (a journal file) locates the error with
+# ``at(line, source)``, which puts ``source:line:`` in front of the message.
+#
+# DecodeError and StorageError stay ValueErrors, as they always were: the
+# caller passed a value (a line, an item, an event id) that cannot be taken.
 
 from __future__ import annotations
 
-__all__ = ["AguiObservationError"]
+from typing import Any
+
+__all__ = [
+    "HarnessAguiError",
+    "AguiObservationError",
+    "HistoryError",
+    "ForeignRunError",
+    "SequenceOrderError",
+    "SequenceGapError",
+    "AfterTerminalError",
+    "IncompletePrefixError",
+]
 
 
-class AguiObservationError(Exception):
+class HarnessAguiError(Exception):
+    """The root of every error this library raises on purpose (see the tree
+    in this module's comment). Catch it to catch them all; TypeError for
+    wrong Python types is not part of it."""
+
+
+class AguiObservationError(HarnessAguiError):
     """A source item, a history or a processor broke the observer's contract.
 
     Raised for semantic faults: correlation changing within one observer, a
-    part changing kind or identity before its end, a repeated or decreasing
-    sequence, an item after the terminal item, a processor changing an event
-    type or structural field, and misuse of ``resume()``. The observer is
-    left exactly as it was before the failing call.
+    part changing kind or identity before its end, a repeated, decreasing or
+    skipped sequence, an item after the terminal item, a processor changing
+    an event type or structural field, and misuse of ``resume()``. The
+    history faults are the ``HistoryError`` subclasses. The observer is left
+    exactly as it was before the failing call.
 
     ``reason`` is the message; ``sequence`` the source sequence of the item
     at fault when there is one.
@@ -22,3 +73,101 @@ class AguiObservationError(Exception):
         self.reason = reason
         self.sequence = sequence
         super().__init__(reason if sequence is None else f"sequence {sequence}: {reason}")
+
+
+class HistoryError(AguiObservationError):
+    """A source history broke the order of its Run (see ``core.history``).
+
+    ``run_id`` is the Run being read (None only when nothing bound one yet),
+    ``sequence`` the sequence of the item at fault (None when the fault is
+    that an item is missing at the end), ``expected`` the sequence that was
+    due there when there is one, and ``reason`` the message. ``source`` and
+    ``line`` say where the item was read from when the reader knew it (a
+    journal file and its 1-based line), else None; ``str()`` is then
+    ``source:line: run 'r', sequence n: reason``.
+    """
+
+    def __init__(self, reason: str, *, run_id: str | None, sequence: int | None, expected: int | None = None,
+                 source: str | None = None, line: int | None = None) -> None:
+        super().__init__(reason, sequence=sequence)
+        self.run_id = run_id
+        self.expected = expected
+        self.source = source
+        self.line = line
+        self.args = (str(self),)
+
+    def __str__(self) -> str:
+        where = "" if self.line is None else f"{self.source or '<stream>'}:{self.line}: "
+        run = f"run {self.run_id!r}" + ("" if self.sequence is None else f", sequence {self.sequence}")
+        return f"{where}{run}: {self.reason}"
+
+    def _fields(self) -> dict[str, Any]:
+        # Everything __init__ takes, so that copies and pickles are whole.
+        fields = dict(vars(self))
+        fields.pop("args", None)
+        fields.pop("__traceback__", None)
+        return fields
+
+    def at(self, line: int | None, source: str | None = None, *, note: str | None = None) -> HistoryError:
+        """The same error (same class and attributes), located at ``line`` of
+        ``source``, with `` (note)`` added to the reason when given. Returns a
+        new error; this one is unchanged."""
+        fields = self._fields()
+        fields.update(line=line, source=source)
+        if note:
+            fields["reason"] = f"{fields['reason']} ({note})"
+        return _rebuild(type(self), fields)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _rebuild, (type(self), self._fields())
+
+
+def _rebuild(cls: type[HistoryError], fields: dict[str, Any]) -> HistoryError:
+    error = cls.__new__(cls)
+    error.__dict__.update(fields)
+    error.args = (str(error),)
+    return error
+
+
+class ForeignRunError(HistoryError):
+    """An item of another Run, or of another Thread than the Run's first
+    item, appeared in a Run's history.
+
+    ``found_run_id`` and ``found_thread_id`` are the item's; ``thread_id`` is
+    the Thread the Run is bound to (None if no item bound it yet).
+    """
+
+    def __init__(self, reason: str, *, run_id: str | None, sequence: int | None, thread_id: str | None = None,
+                 found_run_id: str | None = None, found_thread_id: str | None = None, **where: Any) -> None:
+        self.thread_id = thread_id
+        self.found_run_id = found_run_id
+        self.found_thread_id = found_thread_id
+        super().__init__(reason, run_id=run_id, sequence=sequence, **where)
+
+
+class SequenceOrderError(HistoryError):
+    """An item repeated or went back to an earlier sequence (``expected``
+    was due)."""
+
+
+class SequenceGapError(HistoryError):
+    """An item skipped one or more sequences (``expected`` was due): a
+    retention gap, or a Run whose first item does not carry its first
+    sequence."""
+
+
+class AfterTerminalError(HistoryError):
+    """An item came after the Run's terminal result (at
+    ``terminal_sequence``, when the reader knows it)."""
+
+    def __init__(self, reason: str, *, run_id: str | None, sequence: int | None,
+                 terminal_sequence: int | None = None, **where: Any) -> None:
+        self.terminal_sequence = terminal_sequence
+        super().__init__(reason, run_id=run_id, sequence=sequence, **where)
+
+
+class IncompletePrefixError(HistoryError):
+    """A prefix ended before the requested handoff cursor (``expected``).
+
+    ``sequence`` is the last sequence the prefix held, None if it was empty.
+    """

@@ -1,12 +1,14 @@
 # Theory of operation
 # -------------------
 # ``advance(state, item, processor)`` is the one transition of the library.
-# It checks the item against the history (type, correlation, ordering,
-# terminal), converts it into AG-UI records, lets the optional processor
-# rewrite or drop them, and returns a new ProjectionState with the records
-# appended. It never mutates its inputs and raises before building anything
-# when the item is unacceptable, so a caller that simply does not keep the
-# result on error needs no clean-up. ``reduce`` is the public face of the
+# It checks the item's type, then its place in the Run's history through
+# ``history.advance`` (correlation, contiguous sequences from 0, nothing after
+# the terminal item: the one policy every reader shares), converts it into
+# AG-UI records, lets the optional processor rewrite or drop them, and
+# returns a new ProjectionState with the records appended. It never mutates
+# its inputs and raises before building anything when the item is
+# unacceptable, so a caller that simply does not keep the result on error
+# needs no clean-up. ``reduce`` is the public face of the
 # same transition: it also builds the new AG-UI events for the caller.
 #
 # Conversion is a single ``match`` on the payload type. Ids and timestamps
@@ -40,6 +42,7 @@ from pyrsistent import PMap
 from . import _json
 from . import records as ev
 from .errors import AguiObservationError
+from .history import advance as advance_history
 from .jsonform import deferred_call_to_json, payload_to_json
 from .processor import apply_processor
 from .records import Record
@@ -93,8 +96,11 @@ def reduce(
     Returns the new state and the AG-UI events this item produced (fresh
     objects). Pure: ``state`` and ``item`` are not changed.
 
-    Raises TypeError for an item that is not a Harness stream item and
-    AguiObservationError for an item the history does not allow or a
+    Raises TypeError for an item that is not a Harness stream item; a
+    ``HistoryError`` (ForeignRunError, AfterTerminalError, SequenceOrderError,
+    SequenceGapError; see ``core.history`` for the policy: a Run's items are
+    numbered contiguously from 0) for an item out of the Run's order; and
+    AguiObservationError for an item the projection does not allow or a
     processor that breaks its contract; exceptions from the processor itself
     propagate. In every case no new state exists.
     """
@@ -114,38 +120,21 @@ def step(state: ProjectionState, item: HarnessStreamEvent,
     hot path: no slicing of the accumulated records)."""
     if not isinstance(item, (HarnessEvent, HarnessRunResultEvent)):
         raise TypeError(f"expected HarnessEvent or HarnessRunResultEvent, not {type(item).__name__}")
-    seq = item.sequence
-    if state.run_id is not None:
-        if item.thread_id != state.thread_id or item.run_id != state.run_id:
-            raise AguiObservationError(
-                f"item of thread {item.thread_id!r} run {item.run_id!r} on an observer bound to "
-                f"thread {state.thread_id!r} run {state.run_id!r}",
-                sequence=seq,
-            )
-        if state.finished:
-            raise AguiObservationError(
-                f"item after the terminal item (sequence {state.last_sequence}) of run {state.run_id!r}", sequence=seq
-            )
-        if seq <= state.last_sequence:
-            word = "repeated" if seq == state.last_sequence else "decreasing"
-            raise AguiObservationError(
-                f"{word} sequence {seq} after {state.last_sequence} in run {state.run_id!r}", sequence=seq
-            )
+    history = advance_history(state.history, item)  # the order of the Run's history: raises HistoryError
     records: list[Record] = []
     parts: tuple[OpenPart, ...]
     ts = (item.occurred_at - _EPOCH) // _MS
-    if state.run_id is None:
-        records.append((ev.RUN_STARTED, ts, item.thread_id, item.run_id))
+    if state.history.thread_id is None:
+        records.append(ev.run_started(ts, item.thread_id, item.run_id))
 
     messages = state.messages
     if isinstance(item, HarnessRunResultEvent):
         calls = _close_all(state, ts, records)
         records.extend(_terminal(item, ts))
-        parts, request, parent, finished = (), state.request_index, None, True
+        parts, request, parent = (), state.request_index, None
     else:
         payload = item.event
         parts, calls, request, parent = _project(state, item, ts, records)
-        finished = False
         if isinstance(payload, PartStartEvent) and not isinstance(payload.part, ToolCallPart):
             started = find_part(parts, payload.index)
             assert started is not None
@@ -153,8 +142,8 @@ def step(state: ProjectionState, item: HarnessStreamEvent,
 
     if processor is not None and records:
         records = apply_processor(processor, item, records)
-    return ProjectionState(
-        item.thread_id, item.run_id, seq, finished, request, parent, parts, calls, messages,
+    return ProjectionState.of(
+        history, request, parent, parts, calls, messages,
         state.events.extend(records) if records else state.events,
     ), records
 
@@ -287,24 +276,24 @@ def _start(state: ProjectionState, index: int, kind: PartKind, source: Part, ite
 
     message_id = _message_id(state, item, index, kind, source.id)
     if isinstance(source, TextPart):
-        out.append((ev.TEXT_START, ts, message_id, "assistant"))
+        out.append(ev.text_start(ts, message_id))
         parent = message_id
-        content_kind = ev.TEXT_CONTENT
+        content = ev.text_content
         signature = None
     else:
-        out.append((ev.REASONING_START, ts, message_id))
-        content_kind = ev.REASONING_CONTENT
+        out.append(ev.reasoning_start(ts, message_id))
+        content = ev.reasoning_content
         signature = source.signature
     if source.content:
-        out.append((content_kind, ts, message_id, source.content))
+        out.append(content(ts, message_id, source.content))
     part = OpenPart(index, kind, message_id, part_id=source.id, streamed=len(source.content), signature=signature)
     return part, calls, parent
 
 
 def _start_tool_call(part: OpenPart, ts: int, parent: str | None, out: list[Record]) -> OpenPart:
-    out.append((ev.TOOL_START, ts, part.message_id, part.tool_name, parent))
+    out.append(ev.tool_call_start(ts, part.message_id, part.tool_name, parent))
     if part.pending:
-        out.append((ev.TOOL_ARGS, ts, part.message_id, part.pending))
+        out.append(ev.tool_call_args(ts, part.message_id, part.pending))
     return _evolve(part, started=True, streamed=len(part.pending), pending="")
 
 
@@ -321,13 +310,13 @@ def _delta(part: OpenPart, delta: Any, ts: int, parent: str | None, out: list[Re
         text = delta.content_delta
         if not text:
             return part
-        out.append((ev.TEXT_CONTENT, ts, mid, text))
+        out.append(ev.text_content(ts, mid, text))
         return OpenPart(part.index, "text", mid, part.part_id, part.streamed + len(text))
 
     if type(delta) is ThinkingPartDelta:
         thought, signature = delta.content_delta, delta.signature_delta
         if thought:
-            out.append((ev.REASONING_CONTENT, ts, mid, thought))
+            out.append(ev.reasoning_content(ts, mid, thought))
         if signature:
             return _evolve(part, streamed=part.streamed + len(thought or ""),
                            signature=(part.signature or "") + signature)
@@ -355,7 +344,7 @@ def _delta(part: OpenPart, delta: Any, ts: int, parent: str | None, out: list[Re
         if part.dict_args is not None:
             raise AguiObservationError(f"tool call {mid!r} mixed object args with text args", sequence=seq)
         if part.started:
-            out.append((ev.TOOL_ARGS, ts, mid, args))
+            out.append(ev.tool_call_args(ts, mid, args))
             return OpenPart(part.index, "tool_call", mid, part.part_id, part.streamed + len(args),
                             True, part.tool_name, part.pending, part.dict_args, part.signature)
         part = _evolve(part, pending=part.pending + args)
@@ -403,26 +392,26 @@ def _close(part: OpenPart, final: Part | None, ts: int, parent: str | None, call
         args = final.args if isinstance(final, ToolCallPart) else None
         if isinstance(args, str):
             if len(args) > part.streamed:
-                out.append((ev.TOOL_ARGS, ts, mid, args[part.streamed:]))
+                out.append(ev.tool_call_args(ts, mid, args[part.streamed:]))
         elif part.streamed == 0:
             text = _json.dumps(args) if isinstance(args, dict) else part.dict_args
             if text is not None:
-                out.append((ev.TOOL_ARGS, ts, mid, text))
-        out.append((ev.TOOL_END, ts, mid))
+                out.append(ev.tool_call_args(ts, mid, text))
+        out.append(ev.tool_call_end(ts, mid))
         return calls.set(mid, "ended")
 
     content = final.content if isinstance(final, (TextPart, ThinkingPart)) else ""
     if part.kind == "text":
         if len(content) > part.streamed:
-            out.append((ev.TEXT_CONTENT, ts, mid, content[part.streamed:]))
-        out.append((ev.TEXT_END, ts, mid))
+            out.append(ev.text_content(ts, mid, content[part.streamed:]))
+        out.append(ev.text_end(ts, mid))
         return calls
     if len(content) > part.streamed:
-        out.append((ev.REASONING_CONTENT, ts, mid, content[part.streamed:]))
+        out.append(ev.reasoning_content(ts, mid, content[part.streamed:]))
     signature = (final.signature if isinstance(final, ThinkingPart) else None) or part.signature
     if signature:
-        out.append((ev.ENCRYPTED_VALUE, ts, "message", mid, signature))
-    out.append((ev.REASONING_END, ts, mid))
+        out.append(ev.reasoning_signature(ts, mid, signature))
+    out.append(ev.reasoning_end(ts, mid))
     return calls
 
 
@@ -446,7 +435,7 @@ def _model_request_started(payload: ExtensionEvent) -> int | None:
 def _tool_result(payload: ToolResultEvent, ts: int) -> Record:
     content = payload.content if isinstance(payload.content, str) else _json.dumps(payload.content)
     meta = _json.dumps({"harness": {"outcome": payload.outcome, "tool_name": payload.tool_name}})
-    return (ev.TOOL_RESULT, ts, f"{payload.tool_call_id}:result", payload.tool_call_id, content, "tool", meta)
+    return ev.tool_call_result(ts, f"{payload.tool_call_id}:result", payload.tool_call_id, content, meta)
 
 
 def _correlation(item: HarnessStreamEvent) -> dict[str, Any]:
@@ -466,14 +455,14 @@ def _custom(item: HarnessEvent, ts: int, name: str, payload: dict[str, Any] | No
         value["chunk"] = chunk
     text = _json.dumps(value)
     if len(text) <= CUSTOM_MAX_CHARS:
-        return [(ev.CUSTOM, ts, name, text)]
+        return [ev.custom(ts, name, text)]
     pieces = [text[i:i + CUSTOM_FRAGMENT_CHARS] for i in range(0, len(text), CUSTOM_FRAGMENT_CHARS)]
     out = []
     for i, piece in enumerate(pieces):
         fragment = _correlation(item)
         fragment["fragment"] = {"index": i, "count": len(pieces)}
         fragment["data"] = piece
-        out.append((ev.CUSTOM, ts, name, _json.dumps(fragment)))
+        out.append(ev.custom(ts, name, _json.dumps(fragment)))
     return out
 
 
@@ -530,7 +519,7 @@ def _terminal(item: HarnessRunResultEvent, ts: int) -> list[Record]:
     status = result.status
     if status == "failed":
         assert result.failure is not None
-        return [(ev.RUN_ERROR, ts, result.failure.message, result.failure.code, usage)]
+        return [ev.run_error(ts, result.failure.message, result.failure.code, usage)]
     output = None
     if status == "completed":
         outcome: dict[str, Any] = {"type": "success"}
@@ -540,4 +529,4 @@ def _terminal(item: HarnessRunResultEvent, ts: int) -> list[Record]:
         outcome = {"type": "interrupt", "interrupts": _interrupts(result)}
     else:
         outcome = {"type": "cancelled"}
-    return [(ev.RUN_FINISHED, ts, item.thread_id, item.run_id, output, _json.dumps(outcome), usage)]
+    return [ev.run_finished(ts, item.thread_id, item.run_id, output, _json.dumps(outcome), usage)]

@@ -1,7 +1,9 @@
 # The projection state: one immutable value per point in a Run's history.
 #
-# ``ProjectionState`` holds the correlation bound by the first item, the last
-# sequence seen, whether the terminal item arrived, the model-request cursor,
+# ``ProjectionState`` holds where the Run's history stands (a ``HistoryCursor``:
+# the correlation bound by the first item, the sequence due next, whether the
+# terminal item arrived; ``thread_id``, ``run_id``, ``last_sequence`` and
+# ``finished`` read through to it), the model-request cursor,
 # the parts still open, what became of every tool call, and the accumulated
 # AG-UI events as records (see ``_events``). Open parts are a short tuple
 # ordered by index rather than a map: a model response has a handful of parts
@@ -26,6 +28,7 @@ from typing import Literal
 import attrs
 from pyrsistent import PMap, PSet, pmap, pset
 
+from .history import INITIAL_CURSOR, HistoryCursor
 from .records import EventLog, RecordLog
 
 __all__ = ["OpenPart", "ProjectionState", "INITIAL_STATE", "CallStatus", "PartKind"]
@@ -72,16 +75,33 @@ def find_part(parts: tuple[OpenPart, ...], index: int) -> OpenPart | None:
 class ProjectionState:
     """The whole projection of one Run up to some item."""
 
-    thread_id: str | None = None
-    run_id: str | None = None
-    last_sequence: int = -1
-    finished: bool = False
+    history: HistoryCursor = INITIAL_CURSOR
     request_index: int | None = None
     parent_message_id: str | None = None
     parts: tuple[OpenPart, ...] = ()
     calls: PMap[str, CallStatus] = pmap()
     messages: PSet[str] = pset()
     events: RecordLog = RecordLog()
+
+    @property
+    def thread_id(self) -> str | None:
+        """The Thread bound by the first item, else None."""
+        return self.history.thread_id
+
+    @property
+    def run_id(self) -> str | None:
+        """The Run bound by the first item, else None."""
+        return self.history.run_id
+
+    @property
+    def last_sequence(self) -> int:
+        """The sequence of the last item, -1 before the first."""
+        return self.history.next_sequence - 1
+
+    @property
+    def finished(self) -> bool:
+        """Whether the terminal item arrived."""
+        return self.history.finished
 
     @property
     def event_count(self) -> int:
@@ -95,10 +115,19 @@ class ProjectionState:
         """The open part at ``index``, if any."""
         return find_part(self.parts, index)
 
-    def _repr_html_(self) -> str:
-        from ..debug.views import state_html
-
-        return state_html(self)
+    @classmethod
+    def of(cls, history: HistoryCursor, request_index: int | None, parent_message_id: str | None,
+           parts: tuple[OpenPart, ...], calls: PMap[str, CallStatus], messages: PSet[str],
+           events: RecordLog) -> ProjectionState:
+        """``ProjectionState(...)`` with every field given, for the reducer's
+        hot path: it fills the instance dict the way attrs' generated
+        ``__init__`` does, without that method's per-call set-up (the class has
+        no validators or converters to skip). tests/test_state_pickle.py checks
+        that both ways build equal values."""
+        state = _new(cls)
+        state.__dict__.update(history=history, request_index=request_index, parent_message_id=parent_message_id,
+                              parts=parts, calls=calls, messages=messages, events=events)
+        return state
 
     def __repr__(self) -> str:
         if self.run_id is None:
@@ -111,6 +140,8 @@ class ProjectionState:
             f"events={len(self.events)})"
         )
 
+
+_new = object.__new__
 
 INITIAL_STATE = ProjectionState()
 """The state of an observer that has seen nothing."""

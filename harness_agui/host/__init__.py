@@ -20,6 +20,7 @@ from .errors import (
     JournalConflictError,
     SequenceGapError,
     SequenceOrderError,
+    StorageError,
     UnknownEventIdError,
 )
 from .journal import SqliteSourceJournal
@@ -40,6 +41,7 @@ __all__ = [
     "SequenceGapError",
     "AfterTerminalError",
     "IncompletePrefixError",
+    "StorageError",
     "JournalConflictError",
     "DeliveryError",
     "DeliveryOrderError",

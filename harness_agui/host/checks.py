@@ -1,20 +1,21 @@
-# History checks: the Harness contract, enforced on any iterable of items.
+# History checks: the order of a Run's history, enforced on any iterable.
 #
 # ``check_prefix`` and ``check_tail`` wrap whatever a Host reads its retained
 # history from (a database cursor, a file, a message bus replay) and pass the
-# items through unchanged, checking each before it is handed on: it belongs
-# to the Run being read, its sequence is exactly the next one (no repeat, no
-# step back, no gap) and nothing follows the terminal result; at the end of a
-# prefix, that it reached the handoff cursor the Host asked for. The first
-# fault raises a ``HistoryError`` subclass and the item at fault is never
-# yielded, so ``resume()`` fed through these checks fails before it commits
-# anything and the observer stays fresh.
+# items through unchanged, running each through ``core.history.advance``
+# before it is handed on (the one policy: the item belongs to the Run being
+# read, carries exactly the next sequence, and nothing follows the terminal
+# result); at the end of a prefix they check that it reached the handoff
+# cursor the Host asked for. The first fault raises a ``HistoryError``
+# subclass and the item at fault is never yielded, so ``resume()`` fed
+# through these checks fails before it commits anything and the observer
+# stays fresh.
 #
-# Sequences are contiguous in the Harness contract, and a Run's first item
-# carries ``first_sequence`` (0 unless the Host says otherwise), so a history
-# that starts late is a gap too: a retention hole at the front is still a
-# hole. A tail must start right after its cursor, which is what makes the
-# cutover from replay to live free of gaps and overlaps.
+# The cursor starts bound to ``run_id`` at the Run's first sequence (0
+# unless the Host says otherwise), so a history that starts late is a gap
+# too: a retention hole at the front is still a hole. A tail's cursor starts
+# right after the handoff cursor, which is what makes the cutover from
+# replay to live free of gaps and overlaps.
 #
 # Once the item at the cursor has been yielded, a prefix stops pulling, and a
 # tail stops after the terminal result: a Host may pass a live subscription,
@@ -27,14 +28,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Iterable
 
+from ..core.errors import IncompletePrefixError
+from ..core.history import HistoryCursor, advance
 from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
-from .errors import (
-    AfterTerminalError,
-    ForeignRunError,
-    IncompletePrefixError,
-    SequenceGapError,
-    SequenceOrderError,
-)
 
 __all__ = ["Cursor", "check_prefix", "check_tail"]
 
@@ -53,7 +49,9 @@ def check_prefix(
     """Pass a Run's retained prefix through, checking the Harness contract.
 
     ``history`` is an async or plain iterable of one Run's items in source
-    order from its first item (which carries ``first_sequence``). The prefix
+    order from its first item (which carries ``first_sequence``), each
+    checked by ``core.history.advance`` (contiguous sequences, one Thread,
+    nothing after the terminal result). The prefix
     must end exactly with the item at the handoff cursor ``through``; nothing
     more is pulled from ``history`` once that item has been yielded, and
     ``through=None`` is the empty prefix (nothing is pulled at all).
@@ -121,14 +119,12 @@ def _as_async_iterable(
     raise TypeError(f"history must be an async or plain iterable of items, not {type(history).__name__}")
 
 
-async def _checked(source: AsyncIterable[HarnessStreamEvent], run_id: str, expected: int, through: Cursor, *,
+async def _checked(source: AsyncIterable[HarnessStreamEvent], run_id: str, first: int, through: Cursor, *,
                    prefix: bool) -> AsyncIterator[HarnessStreamEvent]:
     if prefix and through is None:
         return
+    cursor = HistoryCursor(run_id, next_sequence=first)
     iterator = aiter(source)
-    thread_id: str | None = None
-    terminal: int | None = None
-    last: int | None = None
     while True:
         try:
             item = await anext(iterator)
@@ -136,38 +132,16 @@ async def _checked(source: AsyncIterable[HarnessStreamEvent], run_id: str, expec
             break
         if not isinstance(item, (HarnessEvent, HarnessRunResultEvent)):
             raise TypeError(f"history of run {run_id!r} yielded {type(item).__name__}, not a source item")
-        seq = item.sequence
-        if item.run_id != run_id:
-            raise ForeignRunError(f"an item of run {item.run_id!r} appeared in this run's history",
-                                  run_id=run_id, sequence=seq)
-        if thread_id is None:
-            thread_id = item.thread_id
-        elif item.thread_id != thread_id:
-            raise ForeignRunError(f"thread changed from {thread_id!r} to {item.thread_id!r}",
-                                  run_id=run_id, sequence=seq)
-        if terminal is not None:
-            raise AfterTerminalError(f"item after the terminal result at sequence {terminal}",
-                                     run_id=run_id, sequence=seq)
-        if seq < expected:
-            what = "repeated" if seq == expected - 1 else "went back"
-            raise SequenceOrderError(f"sequence {what}: {expected} was due", run_id=run_id, sequence=seq,
-                                     expected=expected)
-        if seq > expected:
-            missing = f"{expected}" if seq == expected + 1 else f"{expected} to {seq - 1}"
-            raise SequenceGapError(f"sequence {missing} missing", run_id=run_id,
-                                   sequence=seq, expected=expected)
+        cursor = advance(cursor, item)
         yield item
-        last = seq
-        expected += 1
-        if isinstance(item, HarnessRunResultEvent):
-            if not prefix:
-                return
-            terminal = seq
-        if through is not None and seq == through:
+        if cursor.finished and not prefix:
+            return
+        if through is not None and item.sequence == through:
             return
     if prefix:
+        last = cursor.last_sequence
         ended = "the history was empty" if last is None else f"the history ended at sequence {last}"
-        if terminal is not None:
+        if cursor.finished:
             ended += " with the terminal result"
         raise IncompletePrefixError(f"{ended}, before the handoff cursor {through}", run_id=run_id,
                                     sequence=last, expected=through)

@@ -36,7 +36,9 @@
 #     the events are derived again (replay-stable, SPEC section 6, so they
 #     are the same events) and get their ids then. No client saw them before.
 #   - after 2 commits: the prefix holds the item; it is never recorded twice
-#     (``record`` refuses anything but the item after the cursor).
+#     (``record`` refuses anything but the item after the cursor: it runs the
+#     item through ``core.history.advance`` from the stored cursor, the same
+#     order every reader of the history checks).
 #
 # So every event id is assigned exactly once, and the published stream has
 # neither gap nor duplicate, however often the Host dies. Two projectors that
@@ -54,6 +56,8 @@ from typing import Any
 import attrs
 from ag_ui.core import BaseEvent, EventType
 
+from ..core.errors import HistoryError
+from ..core.history import HistoryCursor, advance
 from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
 from ..wire.agui import agui_to_json, sse_frame
 from ._sqlite import Database, poll_interval_seconds
@@ -176,9 +180,12 @@ class SqliteDeliveryLog:
         ``item.sequence``; an empty ``events`` only advances the cursor.
         Returns the new deliveries. Raises TypeError for a value that is not
         a source item or an AG-UI event; ``DeliveryOrderError`` when the item
-        is not the one right after the cursor (already recorded, skipped
-        ahead, after the terminal item) or its Thread differs from the Run's;
-        sqlite3 errors for storage failures. On any error nothing is written.
+        is not the Run's next one by ``core.history.advance`` (the Run's first
+        record is sequence 0, each later one the next sequence, nothing after
+        the terminal item, the Thread of the first): already recorded, skipped
+        ahead, after the terminal item, another Thread. Its ``__cause__`` is
+        the ``HistoryError`` that says which. sqlite3 errors for storage
+        failures. On any error nothing is written.
         """
         if not isinstance(item, (HarnessEvent, HarnessRunResultEvent)):
             raise TypeError(f"record() takes a Harness source item, not {type(item).__name__}")
@@ -194,19 +201,15 @@ class SqliteDeliveryLog:
                 "SELECT thread_id, source_cursor, last_event_id, finished FROM harness_agui_delivery_runs "
                 "WHERE run_id = ?", (run_id,)).fetchone()
             if head is None:
-                last_id = 0
+                last_id, cursor = 0, HistoryCursor(run_id)
             else:
-                thread_id, cursor, last_id, done = head
-                if thread_id != item.thread_id:
-                    raise DeliveryOrderError(f"run belongs to thread {thread_id!r}, item to {item.thread_id!r}",
-                                             run_id=run_id, sequence=seq, cursor=cursor)
-                if done:
-                    raise DeliveryOrderError(f"sequence {seq} after the terminal item at {cursor} was recorded",
-                                             run_id=run_id, sequence=seq, cursor=cursor)
-                if seq != cursor + 1:
-                    what = "is already recorded" if seq <= cursor else "skips ahead"
-                    raise DeliveryOrderError(f"sequence {seq} {what}: {cursor + 1} is next", run_id=run_id,
-                                             sequence=seq, cursor=cursor)
+                thread_id, last, last_id, done = head
+                cursor = HistoryCursor(run_id, thread_id, last + 1, bool(done))
+            try:
+                advance(cursor, item)
+            except HistoryError as e:
+                raise DeliveryOrderError(f"cannot record: {e.reason}", run_id=run_id, sequence=seq,
+                                         cursor=cursor.last_sequence) from e
             out = tuple(Delivery(run_id, last_id + i, seq, kind, data) for i, (kind, data) in enumerate(rows, 1))
             conn.executemany(
                 "INSERT INTO harness_agui_deliveries (run_id, event_id, source_sequence, event_type, data) "

@@ -1,24 +1,31 @@
-# The Host kit's errors.
+# The Host kit's errors. The whole tree of the library's errors is drawn in
+# ``harness_agui.core.errors``; this module re-exports the history errors
+# from there (they used to live here) and adds the storage errors.
 #
-# A history that breaks the Harness contract (an item of another Run, a
+# A history that breaks the order of its Run (an item of another Run, a
 # repeated, decreasing or skipped sequence, an item after the terminal result,
-# a prefix that stops short of the handoff cursor) raises a
-# subclass of ``HistoryError``. ``HistoryError`` is an ``AguiObservationError``
-# on purpose: when the checks run inside ``resume()``, a Host that already
-# catches the library's error to retry a resume catches these too, and the
-# observer is left fresh either way. Each class keeps its arguments as
-# attributes, so a Host can log or branch on ``run_id``, ``sequence`` and
-# ``expected`` without parsing messages.
+# a prefix that stops short of the handoff cursor) raises a ``HistoryError``
+# subclass, from ``core.history.advance``, whichever reader found it.
 #
-# Storage faults are not history faults: a journal asked to overwrite a stored
-# item with a different one raises ``JournalConflictError``, and a delivery log
-# asked to record out of order or to resume from an unknown event id raises a
-# ``DeliveryError``. Both are ValueErrors: the caller passed a value the store
-# cannot accept, and nothing was written.
+# A store that refuses a value raises a ``StorageError`` and writes nothing:
+# a journal asked to store a different item at an occupied (run id,
+# sequence) raises ``JournalConflictError``, which is also a
+# ``SequenceOrderError`` (the item repeats or goes back to a stored
+# sequence); a delivery log asked to record out of order or to resume from an
+# unknown event id raises a ``DeliveryError``. StorageErrors are ValueErrors:
+# the caller passed a value the store cannot accept.
 
 from __future__ import annotations
 
-from ..core.errors import AguiObservationError
+from ..core.errors import (
+    AfterTerminalError,
+    ForeignRunError,
+    HarnessAguiError,
+    HistoryError,
+    IncompletePrefixError,
+    SequenceGapError,
+    SequenceOrderError,
+)
 
 __all__ = [
     "HistoryError",
@@ -27,6 +34,7 @@ __all__ = [
     "SequenceGapError",
     "AfterTerminalError",
     "IncompletePrefixError",
+    "StorageError",
     "JournalConflictError",
     "DeliveryError",
     "DeliveryOrderError",
@@ -35,62 +43,26 @@ __all__ = [
 ]
 
 
-class HistoryError(AguiObservationError):
-    """A source history broke the Harness contract.
-
-    ``run_id`` is the Run being read, ``sequence`` the sequence of the item at
-    fault (None when the fault is that an item is missing at the end),
-    ``expected`` the sequence that was due there when there is one, and
-    ``reason`` the message.
-    """
-
-    def __init__(self, reason: str, *, run_id: str, sequence: int | None, expected: int | None = None) -> None:
-        super().__init__(reason, sequence=sequence)
-        self.run_id = run_id
-        self.expected = expected
-        self.args = (str(self),)
-
-    def __str__(self) -> str:
-        where = f"run {self.run_id!r}" + ("" if self.sequence is None else f", sequence {self.sequence}")
-        return f"{where}: {self.reason}"
+class StorageError(HarnessAguiError, ValueError):
+    """A Host-kit store (source journal, delivery log) refused a value;
+    nothing was written."""
 
 
-class ForeignRunError(HistoryError):
-    """An item of another Run (or of another Thread) appeared in a Run's history."""
-
-
-class SequenceOrderError(HistoryError):
-    """An item repeated or went back to an earlier sequence."""
-
-
-class SequenceGapError(HistoryError):
-    """An item skipped one or more sequences (``expected`` was due)."""
-
-
-class AfterTerminalError(HistoryError):
-    """An item came after the Run's terminal result."""
-
-
-class IncompletePrefixError(HistoryError):
-    """A prefix ended before the requested handoff cursor (``expected``).
-
-    ``sequence`` is the last sequence the prefix held, None if it was empty.
-    """
-
-
-class JournalConflictError(ValueError):
+class JournalConflictError(SequenceOrderError, StorageError):
     """A different item was appended at a (run id, sequence) already stored.
 
-    Nothing is written. ``run_id`` and ``sequence`` name the slot.
+    Nothing is written. ``run_id`` and ``sequence`` name the slot,
+    ``expected`` the sequence the Run's next item must carry. Both a
+    ``SequenceOrderError`` (every reader refuses a repeated or earlier
+    sequence with that class) and a ``StorageError``.
     """
 
-    def __init__(self, run_id: str, sequence: int) -> None:
-        self.run_id = run_id
-        self.sequence = sequence
-        super().__init__(f"run {run_id!r}, sequence {sequence}: a different item is already stored there")
+    def __init__(self, run_id: str, sequence: int, *, expected: int | None = None) -> None:
+        super().__init__("a different item is already stored there", run_id=run_id, sequence=sequence,
+                         expected=expected)
 
 
-class DeliveryError(ValueError):
+class DeliveryError(StorageError):
     """The delivery log refused a request; nothing was written.
 
     ``run_id`` names the Run, ``reason`` what was wrong.

@@ -9,15 +9,20 @@
 # ``migrations`` the journal is given. The other columns are only the keys the
 # queries need.
 #
-# ``append`` enforces the Harness contract at write time, inside the one
-# transaction that writes the row: the Run's first item carries
-# ``first_sequence``, every later one the next sequence, the Thread never
-# changes and nothing follows the terminal result. A second delivery of a
-# stored item is recognised (same decoded value) and ignored; a different item
-# in an occupied slot is refused. So the table only ever holds contiguous,
-# consistent Runs, and readers still check what they read (``check_prefix``,
-# ``check_tail``) because a database file can be edited, pruned or restored
-# from elsewhere.
+# ``append`` enforces the order of the Run's history at write time, inside the
+# one transaction that writes the row: it builds the Run's ``HistoryCursor``
+# from the head row (or a fresh one at ``first_sequence``) and runs the item
+# through ``core.history.advance``, the policy every reader shares: the Run's
+# first item carries ``first_sequence``, every later one the next sequence,
+# the Thread never changes and nothing follows the terminal result. Only
+# when that refuses an item at a sequence already stored is the slot looked
+# at: a second delivery of the stored item is recognised (same decoded value)
+# and ignored, even after the terminal result; a different item there is a
+# ``JournalConflictError`` (a SequenceOrderError), or the AfterTerminalError
+# ``advance`` raised when the Run has ended, as every reader reports it. So the
+# table only ever holds contiguous, consistent Runs, and readers still check
+# what they read (``check_prefix``, ``check_tail``) because a database file
+# can be edited, pruned or restored from elsewhere.
 #
 # Readers page through the table in worker threads (see ``_sqlite``). Rows are
 # never updated or deleted by the journal, so a prefix read in several pages
@@ -31,17 +36,13 @@ import asyncio
 import os
 from collections.abc import AsyncIterator, Mapping
 
+from ..core.errors import AfterTerminalError, SequenceOrderError
+from ..core.history import HistoryCursor, advance
 from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
 from ..wire.codec import DecodeError, Migration, decode, encode
 from ._sqlite import Database, poll_interval_seconds
 from .checks import Cursor, check_prefix, check_tail
-from .errors import (
-    AfterTerminalError,
-    ForeignRunError,
-    JournalConflictError,
-    SequenceGapError,
-    SequenceOrderError,
-)
+from .errors import JournalConflictError
 
 __all__ = ["SqliteSourceJournal"]
 
@@ -67,7 +68,9 @@ class SqliteSourceJournal:
     be shared with a ``SqliteDeliveryLog``). ``migrations`` is passed to
     ``codec.decode`` for every stored line, so items written by an older wire
     version can be read. ``first_sequence`` is the sequence of a Run's first
-    item. ``poll_interval`` is how long ``tail`` sleeps, in seconds, when it
+    item: 0, as a Harness numbers them (see ``core.history``); an observer
+    expects 0, so a journal told otherwise can be read by ``read_prefix``
+    but not resumed into an observer. ``poll_interval`` is how long ``tail`` sleeps, in seconds, when it
     has caught up. ``synchronous`` is SQLite's durability level (FULL: a
     committed append survives a power cut; NORMAL: it survives a crash of the
     process). ``timeout`` is how long a write waits for another writer.
@@ -101,11 +104,14 @@ class SqliteSourceJournal:
         Returns True when the item was written, False when the identical item
         was already stored at its (run id, sequence) (a duplicate delivery;
         nothing is written). Raises TypeError for a value that is not a
-        source item; ``JournalConflictError`` when a different item is stored
-        at that slot; ``SequenceGapError`` when the item is not the Run's
-        next one (or a first item not at ``first_sequence``);
-        ``AfterTerminalError`` after the Run's terminal result;
-        ``ForeignRunError`` when the Run's Thread would change; DecodeError
+        source item; otherwise the ``HistoryError`` of ``core.history.advance``
+        for an item that is not the Run's next one: ``JournalConflictError``
+        (a ``SequenceOrderError``) when a different item is stored at that
+        slot of a Run that has not ended, ``SequenceOrderError`` for an
+        earlier sequence that was never stored, ``SequenceGapError`` for a skipped sequence (or a first item
+        not at ``first_sequence``), ``AfterTerminalError`` after the Run's
+        terminal result, ``ForeignRunError`` when the Run's Thread would
+        change; DecodeError
         when the stored item it is compared with cannot be decoded; sqlite3
         errors for storage failures. On any error nothing is written.
 
@@ -118,32 +124,25 @@ class SqliteSourceJournal:
         line = encode(item)
         run_id, seq = item.run_id, item.sequence
         with self._db.write() as conn:
-            row = conn.execute("SELECT line FROM harness_source_items WHERE run_id = ? AND sequence = ?",
-                               (run_id, seq)).fetchone()
-            if row is not None:
-                if row[0] == line or self._decode(row[0], run_id, seq) == item:
-                    return False
-                raise JournalConflictError(run_id, seq)
             head = conn.execute(
                 "SELECT sequence, thread_id, terminal FROM harness_source_items WHERE run_id = ? "
                 "ORDER BY sequence DESC LIMIT 1", (run_id,)).fetchone()
             if head is None:
-                expected = self._first
+                cursor = HistoryCursor(run_id, next_sequence=self._first)
             else:
-                last, thread_id, terminal = head
-                if terminal:
-                    raise AfterTerminalError(f"item after the terminal result at sequence {last}",
-                                             run_id=run_id, sequence=seq)
-                if thread_id != item.thread_id:
-                    raise ForeignRunError(f"run belongs to thread {thread_id!r}, item to {item.thread_id!r}",
-                                          run_id=run_id, sequence=seq)
-                expected = last + 1
-            if seq > expected:
-                raise SequenceGapError(f"cannot append: sequence {expected} was due", run_id=run_id,
-                                       sequence=seq, expected=expected)
-            if seq < expected:
-                raise SequenceOrderError(f"cannot append: sequence {expected} was due", run_id=run_id,
-                                         sequence=seq, expected=expected)
+                cursor = HistoryCursor(run_id, head[1], head[0] + 1, bool(head[2]))
+            try:
+                advance(cursor, item)
+            except (SequenceOrderError, AfterTerminalError) as e:
+                if seq < cursor.next_sequence:  # a stored slot, perhaps: a second delivery is no fault
+                    row = conn.execute("SELECT line FROM harness_source_items WHERE run_id = ? AND sequence = ?",
+                                       (run_id, seq)).fetchone()
+                    if row is not None:
+                        if row[0] == line or self._decode(row[0], run_id, seq) == item:
+                            return False
+                        if isinstance(e, SequenceOrderError):
+                            raise JournalConflictError(run_id, seq, expected=cursor.next_sequence) from None
+                raise
             conn.execute(
                 "INSERT INTO harness_source_items (run_id, sequence, thread_id, terminal, line) VALUES (?, ?, ?, ?, ?)",
                 (run_id, seq, item.thread_id, int(isinstance(item, HarnessRunResultEvent)), line))

@@ -49,7 +49,13 @@ import attrs
 from ag_ui.core import BaseEvent, CustomEvent, RawEvent
 
 from ..core._json import JSON
-from ..core.errors import AguiObservationError
+from ..core.errors import (
+    AfterTerminalError,
+    AguiObservationError,
+    ForeignRunError,
+    SequenceGapError,
+    SequenceOrderError,
+)
 from ..core.source import (
     EXTENSION_KINDS,
     INPUT_SOURCES,
@@ -89,6 +95,7 @@ __all__ = [
     "live_histories",
     "InvalidCase",
     "FAULTS",
+    "ORDER_FAULTS",
     "invalid_cases",
     "wrong_type_items",
     "ReplayStableProcessor",
@@ -198,7 +205,7 @@ class _RunWriter:
         self.run_id = run_id
         self.large = large
         self.items: list[HarnessStreamEvent] = []
-        self.sequence = draw(st.integers(0, 10**6))
+        self.sequence = 0
         self.at: datetime = draw(_STARTS)
         self.open: dict[int, _Plan] = {}
         self.used_indices: set[int] = set()
@@ -211,7 +218,7 @@ class _RunWriter:
 
     def _stamp(self) -> tuple[int, datetime]:
         if self.items:
-            self.sequence += _pick(self.draw, (1, 1, 1, 2, 7))
+            self.sequence += 1
             self.at += timedelta(microseconds=self.draw(st.integers(0, 1_500_000)))
             if _rarely(self.draw, 8):
                 self.at = self.at.astimezone(_pick(self.draw, _ZONES))
@@ -225,7 +232,8 @@ class _RunWriter:
     def fresh(self, prefix: str) -> str:
         self.counter += 1
         suffix = self.draw(_SUFFIXES)
-        return f"{prefix}{self.counter}{suffix}"
+        # The "." ends the counter's digits: "call-1" + "0" must not be "call-10".
+        return f"{prefix}{self.counter}.{suffix}" if suffix else f"{prefix}{self.counter}"
 
     # -- one step -----------------------------------------------------------------------
 
@@ -484,7 +492,8 @@ def histories(*, complete: bool | None = None, thread_id: str | None = None, run
     extensions including ``model_request_started`` notices with increasing
     request indexes; other observations; unicode throughout and, with
     ``large_payloads``, values large enough to be split into CUSTOM
-    fragments. Sequences strictly increase (with occasional gaps).
+    fragments. Sequences number the items contiguously from 0, as a Harness
+    does (``core.history``).
 
     ``complete=True`` always ends with a terminal result (every status
     occurs); ``complete=False`` gives a live Run cut anywhere before its
@@ -523,9 +532,12 @@ class InvalidCase:
     """A valid prefix of one Run followed by one input the observer must refuse.
 
     ``history`` is accepted by a fresh observer; ``item`` then raises
-    ``error`` (``AguiObservationError`` for a semantic fault, ``TypeError``
-    for a wrong Python type), whether it is observed live or reached inside
-    ``resume(history + [item])``. ``fault`` names what is wrong.
+    ``error``, whether it is observed live or reached inside
+    ``resume(history + [item])``: for an order or correlation fault (see
+    ``ORDER_FAULTS``) the ``HistoryError`` subclass that every reader of a
+    history raises for it, for another semantic fault
+    ``AguiObservationError``, for a wrong Python type ``TypeError``.
+    ``fault`` names what is wrong.
     """
 
     fault: str
@@ -535,17 +547,33 @@ class InvalidCase:
 
 
 FAULTS: tuple[str, ...] = (
-    "thread_changed", "run_changed", "repeated_sequence", "decreasing_sequence", "after_terminal",
-    "second_terminal", "kind_changed_at_delta", "kind_changed_at_end", "delta_for_closed_index",
-    "end_for_closed_index", "start_at_open_index", "text_end_id_changed", "tool_call_id_changed",
-    "tool_name_changed", "tool_name_after_start", "mixed_args", "tool_call_id_reused",
+    "thread_changed", "run_changed", "repeated_sequence", "decreasing_sequence", "skipped_sequence",
+    "late_first_sequence", "after_terminal", "second_terminal", "kind_changed_at_delta", "kind_changed_at_end",
+    "delta_for_closed_index", "end_for_closed_index", "start_at_open_index", "text_end_id_changed",
+    "tool_call_id_changed", "tool_name_changed", "tool_name_after_start", "mixed_args", "tool_call_id_reused",
     "result_for_open_call", "request_index_not_increasing", "part_id_reused", "wrong_type",
 )
 """The fault names ``invalid_cases`` knows (``InvalidCase.fault``)."""
 
+ORDER_FAULTS: dict[str, type[AguiObservationError]] = {
+    "thread_changed": ForeignRunError,
+    "run_changed": ForeignRunError,
+    "repeated_sequence": SequenceOrderError,
+    "decreasing_sequence": SequenceOrderError,
+    "skipped_sequence": SequenceGapError,
+    "late_first_sequence": SequenceGapError,
+    "after_terminal": AfterTerminalError,
+    "second_terminal": AfterTerminalError,
+}
+"""The faults of a history's order and correlation, each with the
+``HistoryError`` subclass every reader (observer, JSONL ``Journal``,
+``check_prefix``, SQLite journal) refuses it with."""
+
 
 class _Tail:
-    """Appends items after a valid prefix, continuing its correlation and clock."""
+    """Appends items after a valid prefix, continuing its correlation and clock.
+    Its ids ("tail-call-<tag>", "part-<tag>", ...) never take the run writer's
+    shape ("call-<n>", "msg<n>", ...), so they cannot collide with the prefix's."""
 
     def __init__(self, draw: Draw, prefix: list[HarnessStreamEvent]) -> None:
         last = prefix[-1]
@@ -605,6 +633,9 @@ def _invalid_case(draw: Draw, faults: tuple[str, ...], max_steps: int) -> Invali
     if fault == "wrong_type":
         prefix = draw(histories(max_steps=max_steps, large_payloads=False))
         return InvalidCase(fault, tuple(prefix), draw(wrong_type_items()), TypeError)
+    if fault == "late_first_sequence":  # nothing before it: the Run's first item does not carry 0
+        first = draw(_runs(False, None, None, 0, False, 1))[0]
+        return InvalidCase(fault, (), attrs.evolve(first, sequence=draw(st.integers(1, 10**6))), SequenceGapError)
     if fault in ("after_terminal", "second_terminal"):
         prefix = draw(complete_histories(max_steps=max_steps, large_payloads=False))
     else:
@@ -623,6 +654,8 @@ def _invalid_case(draw: Draw, faults: tuple[str, ...], max_steps: int) -> Invali
             last = t.sequence
         seq = last if fault == "repeated_sequence" else draw(st.integers(0, last - 1))
         item = t.item(ObservationEvent(name="n"), sequence=seq)
+    elif fault == "skipped_sequence":
+        item = t.item(ObservationEvent(name="n"), sequence=t.sequence + 1 + draw(st.integers(1, 10**6)))
     elif fault == "after_terminal":
         item = t.item(ObservationEvent(name="n"))
     elif fault == "second_terminal":
@@ -656,7 +689,7 @@ def _invalid_case(draw: Draw, faults: tuple[str, ...], max_steps: int) -> Invali
         item = t.item(PartEndEvent(index=index, part=cls(content="", id=f"id-{tag}-other")))
     elif fault in ("tool_call_id_changed", "tool_name_changed", "tool_name_after_start", "mixed_args"):
         index = t.index()
-        call_id = f"call-{tag}"
+        call_id = f"tail-call-{tag}"
         text_args = draw(_BOOLS)
         t.add(PartStartEvent(index=index, part=ToolCallPart(tool_name="search", args='{"q":' if text_args else {},
                                                             tool_call_id=call_id)))
@@ -676,7 +709,7 @@ def _invalid_case(draw: Draw, faults: tuple[str, ...], max_steps: int) -> Invali
                 args_delta={"q": 1} if text_args else '"text"')))
     elif fault == "tool_call_id_reused":
         index = t.index()
-        call_id = f"call-{tag}"
+        call_id = f"tail-call-{tag}"
         t.add(PartStartEvent(index=index, part=ToolCallPart(tool_name="f", args=None, tool_call_id=call_id)))
         if draw(_BOOLS):
             t.add(PartEndEvent(index=index, part=ToolCallPart(tool_name="f", args="{}", tool_call_id=call_id)))
@@ -684,7 +717,7 @@ def _invalid_case(draw: Draw, faults: tuple[str, ...], max_steps: int) -> Invali
                                                                        tool_call_id=call_id)))
     elif fault == "result_for_open_call":
         index = t.index()
-        call_id = f"call-{tag}"
+        call_id = f"tail-call-{tag}"
         t.add(PartStartEvent(index=index, part=ToolCallPart(tool_name="f", args=None, tool_call_id=call_id)))
         item = t.item(ToolResultEvent(tool_call_id=call_id, tool_name="f", outcome="success", content="early"))
     elif fault == "part_id_reused":
@@ -703,14 +736,16 @@ def _invalid_case(draw: Draw, faults: tuple[str, ...], max_steps: int) -> Invali
             "type": "model_request_started", "request_index": draw(st.integers(0, current))}))
     else:  # pragma: no cover - FAULTS and the branches above are kept in step
         raise AssertionError(f"unknown fault {fault}")
-    return InvalidCase(fault, tuple(t.items), item, AguiObservationError)
+    return InvalidCase(fault, tuple(t.items), item, ORDER_FAULTS.get(fault, AguiObservationError))
 
 
 def invalid_cases(*, faults: tuple[str, ...] = FAULTS, max_steps: int = 15) -> st.SearchStrategy[InvalidCase]:
     """Invalid inputs, each after a valid prefix of a generated Run.
 
-    Faults (``InvalidCase.fault``): changed thread or run; repeated or
-    decreasing sequence; an item or a second terminal after the terminal;
+    Faults (``InvalidCase.fault``): changed thread or run; repeated,
+    decreasing or skipped sequence; a Run whose first item is not at 0; an
+    item or a second terminal after the terminal (these are the
+    ``ORDER_FAULTS``, refused with their ``HistoryError`` subclass);
     a part changing kind at a delta or at its end; a delta or end for an
     index that is not open; a start at an open index; a text or thinking
     part ending with another id; a tool call changing id or name, naming

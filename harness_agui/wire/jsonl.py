@@ -2,23 +2,35 @@
 #
 # Everything here streams. A journal is read one line at a time from a binary
 # file, so memory does not grow with the file; only the line being decoded is
-# held. Three readers sit on the same line loop:
+# held, and a line has a maximum length (``max_line_bytes``, 16 MiB by
+# default: real tool results can be large, but a file of one endless line,
+# ``/dev/zero``, must end in an error naming the line, not a MemoryError).
+# Each pass reads its source once, front to back, so a pipe, a FIFO or
+# ``/dev/stdin`` can be read. Three readers sit on the same line loop:
 #
 # - ``Journal`` is the strict reader a Host hands to ``resume()``. It selects
 #   one Run, stops after a given sequence, and refuses, naming the file and
 #   the line, anything that would make the prefix untrustworthy: an
-#   undecodable line, a second Run when none was chosen, a repeated,
-#   decreasing or missing sequence, an item after the terminal result. It is
-#   both a plain and an async iterable, and a Journal over a path reopens the
-#   file on every iteration, so a failed resume can simply be retried.
+#   undecodable line (DecodeError), or an item out of the Run's order by
+#   ``core.history.advance`` (a second Run when none was chosen, another
+#   Thread, a repeated, decreasing or missing sequence, an item after the
+#   terminal result: the HistoryError that ``advance`` raised, located at
+#   the file and line). It is both a plain and an async iterable, and a
+#   Journal over a path reopens the file on every iteration, so a failed
+#   resume can simply be retried.
 # - ``scan_journal`` is the lenient reader: every non-blank line, decoded or
 #   with its DecodeError, never raising for content.
 # - ``check_journal`` folds the lenient reader into a per-Run report (the
-#   ``harness-agui check`` command). It remembers which sequences it has seen
-#   as a list of intervals, which stays one interval long for a healthy Run,
-#   and it runs each Run through the reducer with the accumulated events
-#   dropped after every step, so it finds the items ``resume()`` would refuse
-#   without holding the projection.
+#   ``harness-agui check`` command). It must report every fault of a file,
+#   not the first, so it keeps one ``HistoryCursor`` per Run and classifies
+#   the error ``advance`` raises for each line instead of stopping: a line
+#   refused for order is counted and left out; a skipped sequence is counted
+#   once, as a gap, and the cursor steps over it so the lines after it are
+#   judged on their own. It remembers which sequences it has seen as a list
+#   of intervals (one interval for a healthy Run), which is where the gaps
+#   are read from, and it runs each Run's accepted lines through the reducer
+#   with the accumulated events dropped after every step, so it finds the
+#   items ``resume()`` would refuse without holding the projection.
 #
 # Blank lines carry no item and are passed over; a UTF-8 byte order mark at
 # the start of the file is ignored. Reads happen in the calling thread; the
@@ -36,8 +48,16 @@ from typing import IO, Any
 
 import attrs
 
-from ..core.errors import AguiObservationError
-from ..core.reduce import advance
+from ..core.errors import (
+    AfterTerminalError,
+    AguiObservationError,
+    ForeignRunError,
+    HistoryError,
+    SequenceGapError,
+    SequenceOrderError,
+)
+from ..core.history import HistoryCursor, advance
+from ..core.reduce import advance as project
 from ..core.source import HarnessRunResultEvent, HarnessStreamEvent
 from ..core.state import INITIAL_STATE, ProjectionState
 from .codec import DecodeError, Migration, from_json, parse_json_line
@@ -52,6 +72,7 @@ __all__ = [
     "RunReport",
     "JournalReport",
     "check_journal",
+    "MAX_LINE_BYTES",
 ]
 
 JournalSource = str | os.PathLike[str] | IO[bytes] | IO[str]
@@ -59,25 +80,17 @@ JournalSource = str | os.PathLike[str] | IO[bytes] | IO[str]
 
 _BOM = b"\xef\xbb\xbf"
 
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""The longest line the readers take by default, its newline not counted:
+16 MiB (characters, for a text stream). Pass ``max_line_bytes`` to change it."""
 
-class JournalError(ValueError):
-    """A journal's items break the order of their Run.
 
-    Raised by ``Journal`` for a second Run when none was chosen, a repeated,
-    decreasing or (unless allowed) skipped sequence, and an item after the
-    terminal result. ``source`` is the file name, ``line`` the 1-based line,
-    ``run_id`` and ``sequence`` those of the item at fault, ``reason`` the
-    message; ``str()`` is one line, ``source:line: reason``.
-    """
-
-    def __init__(self, reason: str, *, source: str, line: int, run_id: str | None = None,
-                 sequence: int | None = None) -> None:
-        self.reason = reason
-        self.source = source
-        self.line = line
-        self.run_id = run_id
-        self.sequence = sequence
-        super().__init__(f"{source}:{line}: {reason}")
+JournalError = HistoryError
+"""What ``Journal`` raises for a history fault: a ``HistoryError`` subclass
+located at its file and line (``source``, ``line``; ``str()`` is
+``source:line: run 'r', sequence n: reason``). This name is kept for code
+that caught the ValueError of earlier versions; catch ``HistoryError`` or
+its subclasses instead."""
 
 
 @attrs.frozen
@@ -119,7 +132,10 @@ class _Lines:
     """Opens a source afresh for each pass; a stream is rewound if it can be,
     and refused on a second pass if it cannot."""
 
-    def __init__(self, source: JournalSource) -> None:
+    def __init__(self, source: JournalSource, max_line_bytes: int = MAX_LINE_BYTES) -> None:
+        if not isinstance(max_line_bytes, int) or isinstance(max_line_bytes, bool) or max_line_bytes < 1:
+            raise ValueError(f"max_line_bytes must be a positive int, got {max_line_bytes!r}")
+        self.max_line_bytes = max_line_bytes
         if isinstance(source, (str, os.PathLike)):
             self.path: str | os.PathLike[str] | None = source
             self.stream: IO[Any] | None = None
@@ -139,21 +155,49 @@ class _Lines:
         if self.stream is None:
             assert self.path is not None
             with open(self.path, "rb") as f:
-                yield from _numbered(f)
+                yield from _numbered(f, self.max_line_bytes)
             return
         if self.passes and self.start is None:
             raise RuntimeError("this journal's stream cannot be rewound, so it can be read only once")
         self.passes += 1
         if self.start is not None:
             self.stream.seek(self.start)
-        yield from _numbered(self.stream)
+        yield from _numbered(self.stream, self.max_line_bytes)
 
 
-def _numbered(f: IO[Any]) -> Iterator[tuple[int, int, bytes | str]]:
+class _LongLine(bytes):
+    """Stands in the line loop for a line longer than ``limit``: empty bytes
+    (so the loop's element type stays bytes | str) that ``_parse`` refuses."""
+
+    limit: int
+
+
+_SKIP = 1 << 20  # how much of an over-long line is read at a time to pass over it
+
+
+def _numbered(f: IO[Any], limit: int) -> Iterator[tuple[int, int, bytes | str]]:
+    # readline(limit + 1) reads at most one byte past the limit: a line that
+    # does not end within it is over-long, and is reported without reading
+    # the rest. Only if the reader goes on (the lenient scan) is the rest
+    # passed over, _SKIP at a time, so memory stays bounded even then.
     end = 0
-    for number, raw in enumerate(f, start=1):
+    number = 0
+    while True:
+        raw = f.readline(limit + 1)
+        if not raw:
+            return
+        number += 1
         end += len(raw)
-        yield number, end, raw
+        newline = "\n" if isinstance(raw, str) else b"\n"
+        if len(raw) <= limit or raw.endswith(newline):
+            yield number, end, raw
+            continue
+        long = _LongLine()
+        long.limit = limit
+        yield number, end, long
+        while raw and not raw.endswith(newline):
+            raw = f.readline(_SKIP)
+            end += len(raw)
 
 
 def _text_of(raw: bytes | str, number: int) -> str:
@@ -169,6 +213,8 @@ def _text_of(raw: bytes | str, number: int) -> str:
 
 def _parse(raw: bytes | str, number: int) -> Any:
     """The JSON value of a non-blank line; _BLANK for a blank one."""
+    if isinstance(raw, _LongLine):
+        raise DecodeError(f"line longer than {raw.limit} bytes", number)
     text = _text_of(raw, number)
     if not text.strip():
         return _BLANK
@@ -199,22 +245,31 @@ class Journal:
     (binary preferred; rewound for another pass when seekable, else readable
     once). ``run_id`` selects a Run, passing over the items of others; without
     it the first item's Run is selected and an item of another Run is an
-    error. Reading stops before the first item of the Run whose sequence is
-    greater than ``through``. ``migrations`` is passed to the decoder.
+    error. Reading stops once the item at sequence ``through`` has been
+    yielded (nothing more is read). ``migrations`` is passed to the decoder.
+    A line may be ``max_line_bytes`` long (its newline not counted; default
+    MAX_LINE_BYTES, 16 MiB); a longer one is refused after reading one byte
+    past the limit, however long it is.
+
+    The selected items must follow the order every reader checks
+    (``core.history``): the Run's first item at sequence 0, each later one
+    the next sequence, one Thread, nothing after the terminal result.
 
     Iterating (plain or async) yields the selected items and raises, naming
-    the file and line: DecodeError for a line that does not decode (whichever
-    Run it belongs to), JournalError for a second Run when none was chosen, a
-    repeated or decreasing sequence, a gap in sequence (unless
-    ``allow_gaps``), an item of the Run with another thread id, and an item
-    after the terminal result; OSError when the file cannot be read;
-    RuntimeError when a stream that cannot be rewound is read a second time.
-    Nothing is left open after an iteration ends, fails or is closed.
+    the file and line: DecodeError for a line that does not decode or is too
+    long (whichever Run it belongs to); a ``HistoryError`` subclass located at the line
+    (``source``, ``line``) for an item out of order: ForeignRunError for a
+    second Run when none was chosen or another Thread, SequenceOrderError
+    for a repeated or decreasing sequence, SequenceGapError for a skipped
+    one (a first item after 0 included), AfterTerminalError for an item after
+    the terminal result; OSError when the file cannot be read; RuntimeError
+    when a stream that cannot be rewound is read a second time. Nothing is
+    left open after an iteration ends, fails or is closed.
     """
 
     def __init__(self, source: JournalSource, *, run_id: str | None = None, through: int | None = None,
-                 migrations: Mapping[int, Migration] | None = None, allow_gaps: bool = False,
-                 name: str | None = None, yield_every: int = 256) -> None:
+                 migrations: Mapping[int, Migration] | None = None,
+                 name: str | None = None, yield_every: int = 256, max_line_bytes: int = MAX_LINE_BYTES) -> None:
         if run_id is not None and not isinstance(run_id, str):
             raise TypeError(f"run_id must be str or None, not {type(run_id).__name__}")
         if through is not None and (not isinstance(through, int) or isinstance(through, bool)):
@@ -225,9 +280,8 @@ class Journal:
         self.run_id = run_id
         self.through = through
         self.migrations = migrations
-        self.allow_gaps = allow_gaps
         self.yield_every = yield_every
-        self._lines = _Lines(source)
+        self._lines = _Lines(source, max_line_bytes)
 
     def __repr__(self) -> str:
         run = "" if self.run_id is None else f" run={self.run_id!r}"
@@ -260,9 +314,9 @@ class Journal:
 
     def _checked(self, lines: Iterator[tuple[int, int, bytes | str]], name: str, wanted: str | None,
                  through: int | None) -> Iterator[JournalEntry]:
-        thread: str | None = None
-        last: int | None = None
-        terminal: int | None = None
+        cursor = HistoryCursor(wanted)  # without a chosen Run, the first item's Run is bound
+        if through is not None and through < cursor.next_sequence:
+            return
         for number, end, raw in lines:
             try:
                 data = _parse(raw, number)
@@ -271,34 +325,18 @@ class Journal:
                 item = from_json(data, migrations=self.migrations, line=number)
             except DecodeError as e:
                 raise e.at(number, name) from e.__cause__
-            run = item.run_id
-            if wanted is None:
-                wanted = run
-            elif run != wanted:
-                if self.run_id is not None:
-                    continue
-                raise JournalError(f"an item of run {run!r} follows items of run {wanted!r}: the journal holds "
-                                   "more than one run, so choose one", source=name, line=number, run_id=run,
-                                   sequence=item.sequence)
-            seq = item.sequence
-            if through is not None and seq > through:
-                return
-            fault = None
-            if thread is not None and item.thread_id != thread:
-                fault = f"run {run!r} changes thread from {thread!r} to {item.thread_id!r}"
-            elif terminal is not None:
-                fault = f"item (sequence {seq}) after the terminal result at line {terminal}"
-            elif last is not None and seq <= last:
-                fault = f"sequence {seq} {'repeated' if seq == last else 'out of order'} after {last}"
-            elif last is not None and seq > last + 1 and not self.allow_gaps:
-                missing = f"{last + 1}" if seq == last + 2 else f"{last + 1}-{seq - 1}"
-                fault = f"sequence jumps from {last} to {seq}: {missing} missing"
-            if fault is not None:
-                raise JournalError(fault, source=name, line=number, run_id=run, sequence=seq)
-            thread, last = item.thread_id, seq
-            if isinstance(item, HarnessRunResultEvent):
-                terminal = number
+            if wanted is not None and item.run_id != wanted:
+                continue
+            try:
+                cursor = advance(cursor, item)
+            except ForeignRunError as e:
+                hint = "the journal holds more than one run, so choose one" if item.run_id != cursor.run_id else None
+                raise e.at(number, name, note=hint) from None
+            except HistoryError as e:
+                raise e.at(number, name) from None
             yield JournalEntry(number, end, item)
+            if through is not None and cursor.next_sequence > through:
+                return
 
     def __iter__(self) -> Iterator[HarnessStreamEvent]:
         for entry in self.entries():
@@ -322,14 +360,15 @@ class Journal:
 # -- the lenient reader -----------------------------------------------------------------
 
 def scan_journal(source: JournalSource, *, migrations: Mapping[int, Migration] | None = None,
-                 name: str | None = None) -> Iterator[ScannedLine]:
+                 name: str | None = None, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[ScannedLine]:
     """Every non-blank line of a journal, decoded or with the DecodeError
     (naming the file and line) that decoding it raised. Order, Runs and
-    sequences are not checked. Raises only OSError when the file cannot be
-    read (and RuntimeError for a second pass over a stream that cannot be
-    rewound)."""
+    sequences are not checked. A line longer than ``max_line_bytes`` is
+    reported as such and passed over without being held in memory. Raises
+    only OSError when the file cannot be read (and RuntimeError for a second
+    pass over a stream that cannot be rewound)."""
     source_name = _source_name(source, name)
-    lines = _Lines(source).__iter__()
+    lines = _Lines(source, max_line_bytes).__iter__()
     try:
         yield from _scanned(lines, source_name, migrations)
     finally:
@@ -368,7 +407,9 @@ class RunReport:
     """What ``check_journal`` found for one Run.
 
     ``gaps`` are inclusive ranges of sequences no line of the file holds,
-    between the Run's lowest and highest sequence. ``status`` is the terminal
+    from 0 (where every Run starts) to the Run's highest sequence.
+    ``wrong_thread`` are the lines whose item names another Thread than the
+    Run's first line. ``status`` is the terminal
     result's status, None while the Run has none. ``projection_error`` is the
     first item (in sequence order, leaving out the faulty lines) that the
     projection refuses, i.e. where ``resume()`` would fail.
@@ -386,12 +427,13 @@ class RunReport:
     after_terminal: tuple[LineFault, ...]
     undecodable: tuple[LineFault, ...]
     projection_error: LineFault | None
+    wrong_thread: tuple[LineFault, ...] = ()
 
     @property
     def problems(self) -> int:
         """How many problems were found (each gap range counts once)."""
         return (len(self.gaps) + len(self.duplicates) + len(self.out_of_order) + len(self.after_terminal)
-                + len(self.undecodable) + (self.projection_error is not None))
+                + len(self.wrong_thread) + len(self.undecodable) + (self.projection_error is not None))
 
     @property
     def ok(self) -> bool:
@@ -428,7 +470,8 @@ class JournalReport:
             for a, b in r.gaps:
                 out.append(f"  gap: sequence {a} missing" if a == b else f"  gap: sequences {a}-{b} missing")
             for label, faults in (("duplicate", r.duplicates), ("out of order", r.out_of_order),
-                                  ("after terminal", r.after_terminal), ("undecodable", r.undecodable)):
+                                  ("after terminal", r.after_terminal), ("wrong thread", r.wrong_thread),
+                                  ("undecodable", r.undecodable)):
                 out.extend(f"  {label}: line {f.line}: {f.detail}" for f in faults)
             if r.projection_error is not None:
                 f = r.projection_error
@@ -473,26 +516,30 @@ class _Seen:
             ends.insert(i + 1, n)
         return True
 
-    def gaps(self) -> tuple[tuple[int, int], ...]:
-        return tuple((self.ends[i] + 1, self.starts[i + 1] - 1) for i in range(len(self.starts) - 1))
+    def gaps(self, first: int = 0) -> tuple[tuple[int, int], ...]:
+        """The holes from ``first`` to the highest number held."""
+        starts, ends = self.starts, self.ends
+        head = ((first, starts[0] - 1),) if starts and starts[0] > first else ()
+        return head + tuple((ends[i] + 1, starts[i + 1] - 1) for i in range(len(starts) - 1))
 
 
 class _RunCheck:
-    __slots__ = ("run_id", "thread_id", "items", "seen", "last", "terminal_line", "status", "state",
-                 "duplicates", "out_of_order", "after_terminal", "undecodable", "projection_error")
+    __slots__ = ("run_id", "thread_id", "items", "seen", "cursor", "terminal_line", "status", "state",
+                 "duplicates", "out_of_order", "after_terminal", "wrong_thread", "undecodable", "projection_error")
 
     def __init__(self, run_id: str) -> None:
         self.run_id = run_id
         self.thread_id: str | None = None
         self.items = 0
         self.seen = _Seen()
-        self.last: int | None = None
+        self.cursor = HistoryCursor(run_id)
         self.terminal_line: int | None = None
         self.status: str | None = None
         self.state: ProjectionState | None = INITIAL_STATE
         self.duplicates: list[LineFault] = []
         self.out_of_order: list[LineFault] = []
         self.after_terminal: list[LineFault] = []
+        self.wrong_thread: list[LineFault] = []
         self.undecodable: list[LineFault] = []
         self.projection_error: LineFault | None = None
 
@@ -501,26 +548,41 @@ class _RunCheck:
         if self.thread_id is None:
             self.thread_id = item.thread_id
         seq = item.sequence
-        if not self.seen.add(seq):
-            self.duplicates.append(LineFault(line, seq, f"sequence {seq} again"))
+        new = self.seen.add(seq)
+        cursor = self.cursor
+        try:
+            self.cursor = advance(cursor, item)
+        except SequenceGapError:
+            # Counted once, from ``seen``, unless a later line fills it: step over it.
+            cursor = attrs.evolve(cursor, next_sequence=seq)
+            self.cursor = advance(cursor, item)
+        except HistoryError as e:
+            self._refused(line, seq, e, new)
             return
-        if self.terminal_line is not None:
-            self.after_terminal.append(
-                LineFault(line, seq, f"sequence {seq} after the {self.status} result at line {self.terminal_line}"))
-            return
-        if self.last is not None and seq < self.last:
-            self.out_of_order.append(LineFault(line, seq, f"sequence {seq} after {self.last}"))
-            return
-        self.last = seq
         if isinstance(item, HarnessRunResultEvent):
             self.terminal_line, self.status = line, item.result.status
         if self.state is not None:
+            state = self.state
+            if state.history.next_sequence != cursor.next_sequence:  # the gap stepped over above
+                state = attrs.evolve(state, history=cursor)
             try:
                 # Drop the events after each step: only the cursor matters here.
-                self.state = attrs.evolve(advance(self.state, item), events=INITIAL_STATE.events)
+                self.state = attrs.evolve(project(state, item), events=INITIAL_STATE.events)
             except AguiObservationError as e:
                 self.projection_error = LineFault(line, seq, e.reason)
                 self.state = None
+
+    def _refused(self, line: int, seq: int, error: HistoryError, new: bool) -> None:
+        if not new:
+            self.duplicates.append(LineFault(line, seq, f"sequence {seq} again"))
+        elif isinstance(error, AfterTerminalError):
+            self.after_terminal.append(
+                LineFault(line, seq, f"sequence {seq} after the {self.status} result at line {self.terminal_line}"))
+        elif isinstance(error, SequenceOrderError):
+            self.out_of_order.append(LineFault(line, seq, f"sequence {seq} after {self.cursor.last_sequence}"))
+        else:
+            assert isinstance(error, ForeignRunError)
+            self.wrong_thread.append(LineFault(line, seq, f"thread {error.found_thread_id!r}, not {self.thread_id!r}"))
 
     def report(self) -> RunReport:
         starts, ends = self.seen.starts, self.seen.ends
@@ -530,24 +592,25 @@ class _RunCheck:
             status=self.status, gaps=self.seen.gaps(), duplicates=tuple(self.duplicates),
             out_of_order=tuple(self.out_of_order), after_terminal=tuple(self.after_terminal),
             undecodable=tuple(self.undecodable), projection_error=self.projection_error,
+            wrong_thread=tuple(self.wrong_thread),
         )
 
 
 def check_journal(source: JournalSource, *, migrations: Mapping[int, Migration] | None = None,
-                  name: str | None = None,
-                  progress: Callable[[int, int], None] | None = None) -> JournalReport:
+                  name: str | None = None, progress: Callable[[int, int], None] | None = None,
+                  max_line_bytes: int = MAX_LINE_BYTES) -> JournalReport:
     """Read a whole journal and report, per Run: items, gaps in sequence,
     duplicates, out-of-order items, items after the terminal result,
     undecodable lines, and the first item the projection refuses.
 
     ``progress(lines, end)`` is called after each non-blank line when given.
-    Memory grows with the number of Runs and problems, not with the file.
+    ``max_line_bytes`` is as for ``scan_journal``. Memory grows with the number of Runs and problems, not with the file.
     Raises only what reading the file raises (OSError).
     """
     runs: dict[str, _RunCheck] = {}
     orphans: list[LineFault] = []
     lines = 0
-    for scanned in scan_journal(source, migrations=migrations, name=name):
+    for scanned in scan_journal(source, migrations=migrations, name=name, max_line_bytes=max_line_bytes):
         lines = scanned.line
         run_id = scanned.run_id
         check = None
