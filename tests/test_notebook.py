@@ -90,6 +90,9 @@ def test_the_notebook_steps_to_a_tool_call_and_shows_the_state_there(executed: A
     assert "tool call call-train-1 started at step #" in text
     assert "source item: part_start" in html and "TOOL_CALL_START" in html
     text, html = _outputs(executed[3])
+    # The cell's value is the bare ProjectionState: its HTML comes from the formatter that importing
+    # harness_agui.debug registered (the core classes carry no _repr_html_ of their own).
+    assert text.startswith("ProjectionState(")
     assert "open part" in html and "call-train-1" in html
     text, _ = _outputs(executed[4])
     assert text.count("Step(#") >= 3
@@ -100,4 +103,5 @@ def test_the_notebook_diagnoses_the_broken_journal(executed: Any) -> None:
     assert "failed at item #" in html and "state before the failure" in html
     text, _ = _outputs(executed[6])
     assert text.startswith("failed at item #")
-    assert "stage 'project'" in text and "AguiObservationError:" in text
+    # The error is the history-order subclass of AguiObservationError that names the fault.
+    assert "stage 'project'" in text and ("AguiObservationError:" in text or "SequenceOrderError:" in text)

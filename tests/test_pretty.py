@@ -7,7 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ag_ui.core import CustomEvent, StepStartedEvent, TextMessageContentEvent, TextMessageEndEvent
+from ag_ui.core import (
+    CustomEvent,
+    StepStartedEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -135,7 +141,9 @@ def test_text_from_the_run_cannot_drive_the_terminal() -> None:
     evil = "red\x1b[31m alert\x07 \u202eevil\r done\tend"
     text = view(SourceBuilder().user(evil).completed(None).items)
     assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text and "\r" not in text
-    assert "red\\x1b[31m alert\\x07 \\u202eevil\\x0d done    end" in text
+    # One escaping function (debug.text.escape_terminal) for every view: a lone CR is shown the way
+    # Python spells it, "\\r" (this view used to write "\\x0d").
+    assert "red\\x1b[31m alert\\x07 \\u202eevil\\r done    end" in text
 
 
 def test_wide_characters_wrap_within_the_width() -> None:
@@ -152,7 +160,9 @@ def test_a_word_longer_than_a_line_is_split() -> None:
 
 def test_events_the_view_does_not_know_get_a_one_line_note() -> None:
     text = render_conversation([StepStartedEvent(step_name="plan"), CustomEvent(name="app.ping", value=[1])])
-    assert "- STEP_STARTED event" in text
+    # The note carries the event's fields, as the HTML view always showed them (it used to say only
+    # "- STEP_STARTED event"); an event without fields still reads "- <TYPE> event".
+    assert '- STEP_STARTED: {"stepName": "plan"}' in text
     assert "- app.ping: [1]" in text
 
 
@@ -203,6 +213,9 @@ def test_every_line_of_any_run_fits_the_width(history: list[HarnessStreamEvent],
 
 
 def test_lone_surrogates_and_line_separators_are_shown_as_escapes_so_the_view_can_be_printed() -> None:
-    text = view(SourceBuilder("t", "r").user("bad \ud800 x\u2028y").completed("ok").items)
+    # The observer refuses lone surrogates at its boundary; events made by hand can still carry them.
+    text = render_conversation([TextMessageStartEvent(message_id="m", role="assistant"),
+                                TextMessageContentEvent(message_id="m", delta="bad \ud800 x\u2028y"),
+                                TextMessageEndEvent(message_id="m")])
     assert "bad \\ud800 x\\u2028y" in text
     text.encode("utf-8")  # printable on any UTF-8 terminal: no lone surrogate is left

@@ -7,13 +7,15 @@ from html.parser import HTMLParser
 from typing import Any
 
 import pytest
+from ag_ui.core import CustomEvent, TextMessageContentEvent, TextMessageEndEvent
 from hypothesis import given, settings
 
 from harness_agui import HarnessAguiObserver, ProjectionState
-from harness_agui.debug.pretty import display_width
+from harness_agui.core.records import event_type
+from harness_agui.debug import View, show
 from harness_agui.debug.replay import diagnose, steps
+from harness_agui.debug.text import display_width
 from harness_agui.debug.views import (
-    View,
     conversation_html,
     conversation_text,
     diagnosis_html,
@@ -22,7 +24,6 @@ from harness_agui.debug.views import (
     item_summary,
     observer_html,
     observer_text,
-    show,
     state_html,
     state_text,
     step_html,
@@ -223,7 +224,7 @@ def test_step_html_shows_the_item_beside_the_events_it_produced() -> None:
 def test_an_oversized_custom_value_is_shown_once_joined() -> None:
     big = {"blob": "x" * 70000}
     state = _state(SourceBuilder("t", "r").observation("huge", big).items)
-    fragments = [r for r in state.events if r[0].name == "CUSTOM"]
+    fragments = [r for r in state.events if event_type(r) == "CUSTOM"]
     assert len(fragments) > 1
     page = _well_formed(conversation_html(state))
     assert page.text.count("observation huge") == 1
@@ -288,15 +289,36 @@ def test_text_views_show_control_characters_as_escapes() -> None:
     assert "a\\u001b[31mred\\u0007" in step_text(replayed[0])
 
 
-def test_every_view_of_a_run_with_a_lone_surrogate_can_be_encoded_as_utf8() -> None:
-    items = SourceBuilder("t", "r").user("half \ud800 a pair").completed("ok").items
+# Characters a Run could use to drive a terminal or hide text: controls, DEL, C1, bidi controls and
+# isolates (U+061C included, which the conversation view used to let through), zero-width and tag
+# characters, line and paragraph separators.
+_HIDDEN = "\x1b[2J\x07\x08\r\x7f\x9b\u061c\u200b\u200e\u202e\u2066\u2069\u2028\u2029\ufeff\U000e0041"
+
+
+def test_every_text_view_shows_hidden_and_controlling_characters_as_escapes() -> None:
+    text = f"evil{_HIDDEN}end"
+    b = SourceBuilder("t", "r").user(text).request()
+    b.tool_call(0, f"tool{_HIDDEN}", "call-1", ['{"k": "', text, '"}'])
+    items = b.observation(f"note{_HIDDEN}", {text: text}).failed("code", text).items
     state = _state(items)
-    report = diagnose(items)
-    views = [state_text(state), conversation_text(state), diagnosis_text(report), step_text(next(iter(steps(items)))),
-             state_html(state), conversation_html(state), diagnosis_html(report)]
+    views = [conversation_text(state), state_text(state), diagnosis_text(diagnose(items)),
+             *(step_text(s) for s in steps(items)), *(repr(s) for s in steps(items))]
+    for view in views:
+        bad = sorted({f"U+{ord(ch):04X}" for ch in view if ch in _HIDDEN and ch not in "[2J"})
+        assert not bad, bad
+    assert "evil\\x1b[2J\\x07\\x08\\r\\x7f\\x9b\\u061c\\u200b" in conversation_text(state)
+
+
+def test_every_view_of_events_with_a_lone_surrogate_can_be_encoded_as_utf8() -> None:
+    # The observer refuses lone surrogates at its boundary now, so no state holds one; AG-UI events made
+    # by hand still can, and the conversation views show the surrogate as an escape.
+    events = [CustomEvent(name="harness.observation", value={"payload": {"name": "half \ud800", "value": "a \udfff"}}),
+              TextMessageContentEvent(message_id="m", delta="half \ud800 a pair"), TextMessageEndEvent(message_id="m")]
+    views = [conversation_text(events), conversation_html(events), event_summary(events[0]), event_summary(events[1])]
     for view in views:
         view.encode("utf-8")
-    assert "half \\ud800 a pair" in _Page(conversation_html(state)).text
+    assert "half \\ud800 a pair" in _Page(conversation_html(events)).text
+    assert "half \\ud800 a pair" in conversation_text(events)
 
 
 def test_step_text_lists_the_item_and_its_events() -> None:
@@ -316,12 +338,12 @@ def test_diagnosis_text_names_the_failure_the_item_and_the_state_before() -> Non
     report = diagnose([*items[:10], items[4], *items[10:]])
     text = diagnosis_text(report)
     assert text.startswith("failed at item #10, sequence 4 while projecting the item\n")
-    assert "error: AguiObservationError: sequence 4: decreasing sequence 4 after 9" in text
+    assert "error: SequenceOrderError: run 'run-demo', sequence 4: sequence went back: 10 was due" in text
     assert "item: seq 4 part_delta" in text
     assert "state before the failure:" in text and "last sequence 9" in text
     assert str(report) == text
-    assert repr(report).startswith("Diagnosis(failed at item #10, sequence 4: AguiObservationError")
-    assert repr(report.failure).startswith("FailedStep(item #10, sequence 4, project: AguiObservationError")
+    assert repr(report).startswith("Diagnosis(failed at item #10, sequence 4: SequenceOrderError")
+    assert repr(report.failure).startswith("FailedStep(item #10, sequence 4, project: SequenceOrderError")
 
 
 def test_diagnosis_text_of_an_undecodable_line_shows_the_line() -> None:

@@ -23,11 +23,20 @@ from typing import Any, Literal
 
 import attrs
 
-from ..core.records import TOOL_START, EventLog, Record
+from ..core.records import EventLog, Record, event_type, field_of
 from ..core.reduce import Processor, advance
 from ..core.source import HarnessEvent, HarnessStreamEvent, PartDeltaEvent, PartEndEvent, PartStartEvent
 from ..core.state import INITIAL_STATE, OpenPart, ProjectionState
 from ..wire.codec import decode
+from .views import (
+    diagnosis_html,
+    diagnosis_repr,
+    diagnosis_text,
+    failed_step_repr,
+    step_html,
+    step_repr,
+    step_text,
+)
 
 __all__ = [
     "Step",
@@ -89,18 +98,12 @@ class Step:
         return self.after.parts
 
     def __repr__(self) -> str:
-        from .views import step_repr
-
         return step_repr(self)
 
     def __str__(self) -> str:
-        from .views import step_text
-
         return step_text(self)
 
     def _repr_html_(self) -> str:
-        from .views import step_html
-
         return step_html(self)
 
 
@@ -130,8 +133,6 @@ class FailedStep:
         return type(self.error).__name__
 
     def __repr__(self) -> str:
-        from .views import failed_step_repr
-
         return failed_step_repr(self)
 
 
@@ -162,23 +163,17 @@ class Diagnosis:
         """How many events of each AG-UI type the replay produced."""
         counts: dict[str, int] = {}
         for record in self.state.events:
-            name = record[0].name
+            name = event_type(record)
             counts[name] = counts.get(name, 0) + 1
         return counts
 
     def __repr__(self) -> str:
-        from .views import diagnosis_repr
-
         return diagnosis_repr(self)
 
     def __str__(self) -> str:
-        from .views import diagnosis_text
-
         return diagnosis_text(self)
 
     def _repr_html_(self) -> str:
-        from .views import diagnosis_html
-
         return diagnosis_html(self)
 
 
@@ -385,11 +380,6 @@ async def adiagnose(history: AsyncIterable[Entry] | History, processor: Processo
 
 # -- lookups ---------------------------------------------------------------------------
 
-def _field(record: Record, name: str) -> Any:
-    fields = record[0].fields
-    return record[2 + fields.index(name)] if name in fields else None
-
-
 def find_message(steps: Iterable[Step], message_id: str) -> Step:
     """The first step whose events carry ``message_id`` as their message id
     or tool call id: the step that started that text, reasoning or tool
@@ -400,7 +390,7 @@ def find_message(steps: Iterable[Step], message_id: str) -> Step:
     """
     for step in steps:
         for record in step.records:
-            if _field(record, "message_id") == message_id or _field(record, "tool_call_id") == message_id:
+            if field_of(record, "message_id") == message_id or field_of(record, "tool_call_id") == message_id:
                 return step
     raise KeyError(f"no step produced an event for message id {message_id!r}")
 
@@ -412,7 +402,7 @@ def find_tool_call(steps: Iterable[Step], tool_call_id: str) -> Step:
     when no step did."""
     for step in steps:
         for record in step.records:
-            if record[0] is TOOL_START and record[2] == tool_call_id:
+            if event_type(record) == "TOOL_CALL_START" and field_of(record, "tool_call_id") == tool_call_id:
                 return step
     raise KeyError(f"no step started tool call {tool_call_id!r}")
 

@@ -1,61 +1,60 @@
 # Readable views of a Run, for a terminal and for Jupyter.
 #
 # Everything here reads immutable values and returns strings; nothing is
-# cached and nothing raises for odd content. The conversation view folds a
-# sequence of AG-UI events into entries (inputs, model requests, reasoning,
-# assistant text, tool calls with their results, other notices, the outcome)
-# and renders them as plain text or as HTML. Text from a Run is untrusted:
-# in HTML it always goes through ``html.escape``; in both forms control
-# characters, bidi overrides and lone surrogates are shown as escapes, so a
-# Run can neither inject markup nor move a terminal's cursor.
+# cached and nothing raises for odd content. This module only renders: the
+# conversation is interpreted once, by ``fold``, and shown here as HTML
+# (entries in the order they started, each tool result under its call) or
+# as text by ``pretty``. Text from a Run is untrusted: every piece goes
+# through ``text.escape_terminal`` (control characters, bidi controls,
+# invisible format characters and lone surrogates become visible escapes)
+# and, in HTML, then through ``html.escape``, so a Run can neither inject
+# markup nor move a terminal's cursor.
 #
-# Text views fit ``WIDTH`` (100) columns, counted as ``pretty.display_width``
-# counts them (wide East Asian characters two, combining marks none); the
-# text conversation itself is ``pretty.render_conversation``, and the fold
-# below exists for the HTML view, which needs the entries rather than lines.
+# Text views fit ``WIDTH`` (100) columns as ``text.display_width`` counts
+# them. Steps, failed steps and diagnoses (``replay``) are read through the
+# small protocols below rather than imported: ``replay`` imports this module
+# for its reprs, and the package's import graph stays a tree pointing down.
+# ``show`` (which needs the replay classes) lives in ``harness_agui.debug``.
 
 from __future__ import annotations
 
 import html
 import json
-import re
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal, Protocol
 
 import attrs
-from ag_ui.core import (
-    BaseEvent,
-    CustomEvent,
-    ReasoningEncryptedValueEvent,
-    ReasoningMessageContentEvent,
-    ReasoningMessageEndEvent,
-    ReasoningMessageStartEvent,
-    RunErrorEvent,
-    RunFinishedEvent,
-    RunStartedEvent,
-    TextMessageContentEvent,
-    TextMessageEndEvent,
-    TextMessageStartEvent,
-    ToolCallArgsEvent,
-    ToolCallEndEvent,
-    ToolCallResultEvent,
-    ToolCallStartEvent,
-)
+from ag_ui.core import BaseEvent
 
-from ..core.custom import assemble_custom
 from ..core.observer import HarnessAguiObserver
-from ..core.source import HarnessEvent, HarnessRunResultEvent
+from ..core.records import event_type
+from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
 from ..core.state import OpenPart, ProjectionState
 from ..wire.codec import to_json
-from .pretty import display_width, render_conversation
-
-if TYPE_CHECKING:
-    from .replay import Diagnosis, FailedStep, Step
+from .fold import (
+    Conversation,
+    Input,
+    Interrupt,
+    JsonValue,
+    Message,
+    ModelRequest,
+    Notice,
+    Outcome,
+    RunStart,
+    TokenUsage,
+    ToolCall,
+    ToolResult,
+    fold,
+)
+from .pretty import render_conversation
+from .text import WIDTH, clip, escape_terminal, wrap
 
 __all__ = [
     "WIDTH",
     "View",
-    "show",
+    "StepLike",
+    "FailedStepLike",
+    "DiagnosisLike",
     "conversation_text",
     "conversation_html",
     "state_text",
@@ -73,74 +72,14 @@ __all__ = [
     "event_summary",
 ]
 
-WIDTH = 100
-"""Columns that every line of a text view fits in."""
-
 _INDENT = "    "
 _LONG = 4 * WIDTH  # a source item or a journal line takes at most about four lines of a text view
 
 # -- plain text helpers -----------------------------------------------------------
 
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
-_TOKENS = re.compile(r"\S+|\s+")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _escape_char(m: re.Match[str]) -> str:
-    code = ord(m.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def _clean(text: str) -> str:
-    """``text`` with tabs expanded and unsafe characters shown as escapes; newlines kept."""
-    if "\t" in text:
-        text = text.replace("\t", _INDENT)
-    return _UNSAFE.sub(_escape_char, text.replace("\r\n", "\n"))
-
-
-def _clip(text: str, width: int) -> str:
-    """One line of at most ``width`` columns, cut with "..." when longer."""
-    text = _clean(text).replace("\n", "\\n")
-    if display_width(text) <= width:
-        return text
-    out, used = [], 0
-    for ch in text:
-        w = display_width(ch)
-        if used + w > width - 3:
-            break
-        out.append(ch)
-        used += w
-    return "".join(out) + "..."
-
-
 def _wrap(text: str, width: int, first: str = "", rest: str = _INDENT) -> list[str]:
-    """``text`` as lines of at most ``width`` columns: the first starts with
-    ``first``, the others with ``rest``; newlines in ``text`` are kept and
-    words longer than a line are cut."""
-    lines: list[str] = []
-    prefix = first
-    for paragraph in _clean(text).split("\n"):
-        line, used, start = prefix, display_width(prefix), display_width(prefix)
-        for token in _TOKENS.findall(paragraph):
-            w = display_width(token)
-            if used + w <= width:
-                line, used = line + token, used + w
-                continue
-            if used > start:
-                lines.append(line.rstrip())
-                line, used = rest, display_width(rest)
-                start = used
-            if token.isspace():
-                continue
-            for ch in token:
-                cw = display_width(ch)
-                if used + cw > width:
-                    lines.append(line)
-                    line, used = rest, display_width(rest)
-                line, used = line + ch, used + cw
-        lines.append(line.rstrip())
-        prefix = rest
-    return lines
+    """``text.wrap`` with the text views' continuation indent."""
+    return wrap(text, width, first, rest)
 
 
 def _compact(value: Any) -> str:
@@ -169,7 +108,7 @@ def event_summary(event: BaseEvent, width: int = WIDTH) -> str:
     """One line describing an AG-UI event: its type and its fields (camelCase
     wire names), cut to ``width`` columns. Raises nothing for AG-UI events."""
     fields = " ".join(f"{k}={_compact(v)}" for k, v in _event_fields(event).items())
-    return _clip(f"{event.type.value} {fields}".rstrip(), width)
+    return clip(f"{event.type.value} {fields}".rstrip(), width)
 
 
 def item_summary(item: Any, width: int = WIDTH) -> str:
@@ -182,9 +121,9 @@ def item_summary(item: Any, width: int = WIDTH) -> str:
         data = to_json(item)["result"]
         kind = "result"
     else:
-        return _clip(f"not a source item: {item!r}", width)
+        return clip(f"not a source item: {item!r}", width)
     fields = " ".join(f"{k}={_compact(v)}" for k, v in data.items())
-    return _clip(f"seq {item.sequence} {kind} {fields}".rstrip(), width)
+    return clip(f"seq {item.sequence} {kind} {fields}".rstrip(), width)
 
 
 def _item_kind(item: Any) -> str:
@@ -201,205 +140,95 @@ def _item_json(item: Any) -> str:
     return repr(item)
 
 
-# -- the conversation model ----------------------------------------------------------
+# -- what the views read of replay's values ----------------------------------------------
 
-@attrs.define
-class _Message:
-    kind: str  # "assistant", "reasoning" or "input"
-    id: str
-    chunks: list[str] = attrs.field(factory=list)
-    open: bool = True
-    signed: bool = False
-    source: str = ""
-    media: Any = None
+class StepLike(Protocol):
+    """What the step views read of a ``replay.Step``."""
 
     @property
-    def text(self) -> str:
-        return "".join(self.chunks)
+    def position(self) -> int: ...
+    @property
+    def line(self) -> int | None: ...
+    @property
+    def item(self) -> HarnessStreamEvent: ...
+    @property
+    def before(self) -> ProjectionState: ...
+    @property
+    def after(self) -> ProjectionState: ...
+    @property
+    def events(self) -> Sequence[BaseEvent]: ...
+    @property
+    def records(self) -> Sequence[Any]: ...
+    @property
+    def open_parts(self) -> tuple[OpenPart, ...]: ...
 
 
-@attrs.define
-class _Call:
-    id: str
-    name: str
-    parent: str | None
-    chunks: list[str] = attrs.field(factory=list)
-    ended: bool = False
-    result: str | None = None
-    outcome: str | None = None
-    started: bool = True
+class FailedStepLike(Protocol):
+    """What the diagnosis views read of a ``replay.FailedStep``."""
 
     @property
-    def args(self) -> str:
-        return "".join(self.chunks)
+    def position(self) -> int: ...
+    @property
+    def line(self) -> int | None: ...
+    @property
+    def item(self) -> Any: ...
+    @property
+    def text(self) -> str | None: ...
+    @property
+    def before(self) -> ProjectionState: ...
+    @property
+    def stage(self) -> Literal["read", "decode", "project"]: ...
+    @property
+    def error_type(self) -> str: ...
+    @property
+    def message(self) -> str: ...
 
 
-@attrs.define
-class _Notice:
-    name: str
-    value: Any
+class DiagnosisLike(Protocol):
+    """What the diagnosis views read of a ``replay.Diagnosis``."""
+
+    @property
+    def items(self) -> int: ...
+    @property
+    def events(self) -> int: ...
+    @property
+    def state(self) -> ProjectionState: ...
+    @property
+    def failure(self) -> FailedStepLike | None: ...
+    @property
+    def finished(self) -> bool: ...
+    def event_counts(self) -> Mapping[str, int]: ...
 
 
-@attrs.define
-class _Request:
-    index: Any
+# -- the conversation ---------------------------------------------------------------------
+
+def _events_of(source: Any) -> Iterable[BaseEvent]:
+    if isinstance(source, (ProjectionState, HarnessAguiObserver)):
+        return source.snapshot()
+    return source  # type: ignore[no-any-return]
 
 
-@attrs.define
-class _Outcome:
-    status: str  # success, interrupt, cancelled, error
-    result: Any = None
-    interrupts: list[dict[str, Any]] = attrs.field(factory=list)
-    usage: list[dict[str, Any]] = attrs.field(factory=list)
-    message: str = ""
-    code: str | None = None
+def _plain(value: JsonValue) -> str:
+    """A JSON value on one line; a string as it is."""
+    plain = value.value
+    return plain if isinstance(plain, str) else _compact(plain)
 
 
-_Entry = _Message | _Call | _Notice | _Request | _Outcome
+def _indented(value: JsonValue) -> str:
+    """A JSON value for reading; a string holding JSON is indented as JSON."""
+    plain = value.value
+    return _pretty_json_text(plain) if isinstance(plain, str) else json.dumps(plain, ensure_ascii=False, indent=2)
 
 
-@attrs.define
-class _Conversation:
-    thread_id: str | None = None
-    run_id: str | None = None
-    entries: list[_Entry] = attrs.field(factory=list)
-
-
-def _events_of(source: Any) -> list[BaseEvent]:
-    if isinstance(source, ProjectionState):
-        events = list(source.snapshot())
-    elif isinstance(source, HarnessAguiObserver):
-        events = list(source.snapshot())
-    else:
-        events = list(source)
-    try:
-        return list(assemble_custom(events))
-    except ValueError:  # a slice that cuts an oversized CUSTOM: show the fragments as they are
-        return events
-
-
-def _fold(events: Iterable[BaseEvent]) -> _Conversation:
-    conv = _Conversation()
-    messages: dict[str, _Message] = {}
-    calls: dict[str, _Call] = {}
-
-    def message(kind: str, mid: str) -> _Message:
-        m = messages.get(mid)
-        if m is None:
-            m = messages[mid] = _Message(kind, mid)
-            conv.entries.append(m)
-        return m
-
-    def call(cid: str) -> _Call:
-        c = calls.get(cid)
-        if c is None:  # events of a call whose start is not in this slice
-            c = calls[cid] = _Call(cid, "?", None, started=False)
-            conv.entries.append(c)
-        return c
-
-    for event in events:
-        match event:
-            case RunStartedEvent():
-                conv.thread_id, conv.run_id = event.thread_id, event.run_id
-            case TextMessageStartEvent():
-                message("assistant", event.message_id)
-            case TextMessageContentEvent():
-                message("assistant", event.message_id).chunks.append(event.delta)
-            case TextMessageEndEvent():
-                message("assistant", event.message_id).open = False
-            case ReasoningMessageStartEvent():
-                message("reasoning", event.message_id)
-            case ReasoningMessageContentEvent():
-                message("reasoning", event.message_id).chunks.append(event.delta)
-            case ReasoningEncryptedValueEvent():
-                message("reasoning", event.entity_id).signed = True
-            case ReasoningMessageEndEvent():
-                message("reasoning", event.message_id).open = False
-            case ToolCallStartEvent():
-                c = calls[event.tool_call_id] = _Call(event.tool_call_id, event.tool_call_name,
-                                                      event.parent_message_id)
-                conv.entries.append(c)
-            case ToolCallArgsEvent():
-                call(event.tool_call_id).chunks.append(event.delta)
-            case ToolCallEndEvent():
-                call(event.tool_call_id).ended = True
-            case ToolCallResultEvent():
-                c = call(event.tool_call_id)
-                content = event.content
-                c.result = content if isinstance(content, str) else _compact(_event_fields(event).get("content"))
-                raw = event.metadata.get("harness") if isinstance(event.metadata, dict) else None
-                harness: dict[str, Any] = raw if isinstance(raw, dict) else {}
-                c.outcome = str(harness.get("outcome", "answered"))
-                if c.name == "?" and isinstance(harness.get("tool_name"), str):
-                    c.name = harness["tool_name"]
-            case CustomEvent():
-                _fold_custom(conv, event)
-            case RunFinishedEvent():
-                data = event.model_dump(mode="json", by_alias=True, exclude_none=True)
-                outcome = data.get("outcome") or {}
-                conv.entries.append(_Outcome(
-                    str(outcome.get("type", "success")), result=data.get("result"),
-                    interrupts=list(outcome.get("interrupts") or []), usage=list(data.get("usage") or []),
-                ))
-            case RunErrorEvent():
-                data = event.model_dump(mode="json", by_alias=True, exclude_none=True)
-                conv.entries.append(_Outcome("error", message=event.message, code=event.code,
-                                             usage=list(data.get("usage") or [])))
-            case _:
-                conv.entries.append(_Notice(event.type.value, _event_fields(event)))
-    return conv
-
-
-def _fold_custom(conv: _Conversation, event: CustomEvent) -> None:
-    value = event.value
-    payload = value.get("payload") if isinstance(value, dict) else None
-    name = event.name
-    if isinstance(payload, dict) and name.startswith("harness.input."):
-        content = payload.get("content")
-        input_id = str(payload.get("input_id", ""))
-        chunk = value.get("chunk") if isinstance(value.get("chunk"), dict) else None
-        last = conv.entries[-1] if conv.entries else None
-        if (chunk and chunk.get("index", 0) > 0 and isinstance(last, _Message) and last.kind == "input"
-                and last.id == input_id and isinstance(content, str)):
-            last.chunks.append(content)
-            return
-        m = _Message("input", input_id, open=False, source=name[len("harness.input."):])
-        if isinstance(content, str):
-            m.chunks.append(content)
-        else:
-            m.media = content
-        conv.entries.append(m)
-        return
-    if (isinstance(payload, dict) and name == "harness.extension.lifecycle"
-            and isinstance(payload.get("payload"), dict)
-            and payload["payload"].get("type") == "model_request_started"):
-        conv.entries.append(_Request(payload["payload"].get("request_index")))
-        return
-    if isinstance(payload, dict) and name == "harness.observation":
-        conv.entries.append(_Notice(f"observation {payload.get('name')}", payload.get("value")))
-        return
-    if isinstance(payload, dict) and name.startswith("harness.extension."):
-        conv.entries.append(_Notice(f"extension {payload.get('kind')}", payload.get("payload")))
-        return
-    if isinstance(payload, dict) and name == "harness.tool_result":
-        label = (f"tool result for call {payload.get('tool_call_id')} ({payload.get('tool_name')}, "
-                 f"{payload.get('outcome')}), not started in this run")
-        conv.entries.append(_Notice(label, payload.get("content")))
-        return
-    conv.entries.append(_Notice(f"custom {name}", value if payload is None else payload))
-
-
-def _usage_text(usage: list[dict[str, Any]]) -> str:
-    names = (("inputTokens", "input"), ("outputTokens", "output"), ("reasoningTokens", "reasoning"),
-             ("cachedInputTokens", "cached input"), ("totalTokens", "total"))
-    parts = []
-    for entry in usage:
-        if isinstance(entry, dict):
-            parts.append(", ".join(f"{label} {entry[k]}" for k, label in names if k in entry))
+def _usage_text(usage: tuple[TokenUsage, ...]) -> str:
+    names = (("input_tokens", "input"), ("output_tokens", "output"), ("reasoning_tokens", "reasoning"),
+             ("cached_input_tokens", "cached input"), ("total_tokens", "total"))
+    parts = [", ".join(f"{label} {getattr(u, k)}" for k, label in names if getattr(u, k) is not None)
+             for u in usage]
     return "; ".join(p for p in parts if p)
 
 
-def _outcome_title(o: _Outcome) -> str:
+def _outcome_title(o: Outcome) -> str:
     if o.status == "error":
         return f"run error{f' [{o.code}]' if o.code else ''}"
     if o.status == "interrupt":
@@ -407,8 +236,8 @@ def _outcome_title(o: _Outcome) -> str:
     return f"run finished: {o.status}"
 
 
-def _interrupt_line(i: dict[str, Any]) -> str:
-    return f"{i.get('reason', 'interrupt')} {i.get('id', '?')}: {i.get('message', '')}".rstrip(": ")
+def _interrupt_line(i: Interrupt) -> str:
+    return f"{i.reason or 'interrupt'} {i.id or '?'}: {i.message or ''}".rstrip(": ")
 
 
 # -- conversation as text ---------------------------------------------------------------
@@ -419,9 +248,7 @@ def conversation_text(source: Any, width: int = WIDTH) -> str:
     observer, or an iterable of AG-UI events (a snapshot, a step's events).
     Raises ValueError for a ``width`` below 20 and TypeError for a
     ``source`` that is not iterable."""
-    text = render_conversation(_events_of(source), width=width).rstrip("\n")
-    # pretty keeps lone surrogates, which no terminal encoding can print; U+FFFD takes the same column.
-    return _SURROGATE.sub("\ufffd", text)
+    return render_conversation(_events_of(source), width=width).rstrip("\n")
 
 
 # -- HTML ------------------------------------------------------------------------------------
@@ -450,7 +277,7 @@ overflow:auto}
 
 def _e(text: Any) -> str:
     """Escaped, displayable text from a Run."""
-    return html.escape(_clean(str(text)), quote=True)
+    return html.escape(escape_terminal(str(text), multiline=True), quote=True)
 
 
 def _frame(body: str) -> str:
@@ -461,59 +288,87 @@ def _pre(text: str) -> str:
     return f"<pre>{_e(text)}</pre>"
 
 
-def _conversation_body(conv: _Conversation) -> str:
-    out: list[str] = []
-    if conv.run_id is not None:
-        out.append(f'<div class="head">run <code>{_e(conv.run_id)}</code> '
-                   f'<span class="muted">thread <code>{_e(conv.thread_id)}</code></span></div>')
-    for e in conv.entries:
-        match e:
-            case _Message(kind="input"):
-                who = "user" if e.source == "user" else f"input ({e.source})"
-                body = _pre(json.dumps(e.media, ensure_ascii=False, indent=2)) if e.media is not None else (
-                    f'<div class="tx">{_e(e.text)}</div>')
-                out.append(f'<div class="row input"><div class="who">{_e(who)}</div>{body}</div>')
-            case _Message(kind="reasoning"):
-                flags = [f for f, on in (("signed", e.signed), ("still streaming", e.open)) if on]
-                summary = f"reasoning · {len(e.text)} chars" + "".join(f" · {f}" for f in flags)
-                out.append(f'<details class="row reasoning"><summary class="who">{_e(summary)}</summary>'
-                           f'<div class="tx">{_e(e.text)}</div></details>')
-            case _Message():
-                flag = ' <span class="muted">still streaming</span>' if e.open else ""
-                out.append(f'<div class="row assistant"><div class="who">assistant{flag}</div>'
-                           f'<div class="tx">{_e(e.text)}</div></div>')
-            case _Call():
-                head = f'tool call <code>{_e(e.name)}</code> <span class="muted">{_e(e.id)}</span>'
-                if not e.ended:
-                    head += ' <span class="muted">args still streaming</span>'
-                parts = [f'<div class="row tool"><div class="who">{head}</div>']
-                if e.args:
-                    parts.append(_pre(_pretty_json_text(e.args)))
-                if e.result is not None:
-                    cls = "failed" if e.outcome == "failed" else "good" if e.outcome == "success" else "muted"
-                    parts.append(f'<div class="{cls}">result: {_e(e.outcome)}</div>{_pre(_pretty_json_text(e.result))}')
-                elif e.ended:
-                    parts.append('<div class="muted">no result yet</div>')
-                parts.append("</div>")
-                out.append("".join(parts))
-            case _Request():
-                out.append(f'<div class="sep">model request {_e(e.index)}</div>')
-            case _Notice():
-                out.append(f'<details class="notice"><summary>{_e(e.name)}</summary>'
-                           f'{_pre(json.dumps(e.value, ensure_ascii=False, indent=2))}</details>')
-            case _Outcome():
-                cls = "good" if e.status == "success" else "bad" if e.status == "error" else "head"
-                title = _outcome_title(e) + (f": {e.message}" if e.status == "error" else "")
-                parts = [f'<div class="row"><div class="head {cls}">{_e(title)}</div>']
-                if e.result is not None:
-                    parts.append(_pre(json.dumps(e.result, ensure_ascii=False, indent=2)))
-                if e.interrupts:
-                    parts.append("<ul>" + "".join(f"<li>{_e(_interrupt_line(i))}</li>" for i in e.interrupts)
-                                 + "</ul>")
-                if e.usage:
-                    parts.append(f'<div class="muted">usage: {_e(_usage_text(e.usage))}</div>')
-                parts.append("</div>")
-                out.append("".join(parts))
+def _result_html(result: ToolResult) -> str:
+    cls = "failed" if result.outcome == "failed" else "good" if result.outcome == "success" else "muted"
+    return f'<div class="{cls}">result: {_e(result.outcome or "answered")}</div>{_pre(_indented(result.content))}'
+
+
+def _entry_html(e: object, results: dict[str, ToolResult]) -> str:
+    match e:
+        case RunStart():
+            return (f'<div class="head">run <code>{_e(e.run_id)}</code> '
+                    f'<span class="muted">thread <code>{_e(e.thread_id)}</code></span></div>')
+        case Input():
+            who = ("user" if e.source == "user" else f"input ({e.source})") + ("" if e.whole else " (incomplete)")
+            text = e.text
+            media = e.media if e.media is not None else JsonValue("null")
+            body = f'<div class="tx">{_e(text)}</div>' if text is not None else _pre(_indented(media))
+            if e.metadata is not None and e.metadata.value:
+                body += f'<div class="muted">metadata</div>{_pre(_indented(e.metadata))}'
+            return f'<div class="row input"><div class="who">{_e(who)}</div>{body}</div>'
+        case Message(kind="reasoning"):
+            flags = [f for f, on in (("signed", e.signed), ("still streaming", not e.ended)) if on]
+            summary = f"reasoning · {len(e.text)} chars" + "".join(f" · {f}" for f in flags)
+            return (f'<details class="row reasoning"><summary class="who">{_e(summary)}</summary>'
+                    f'<div class="tx">{_e(e.text)}</div></details>')
+        case Message():
+            flag = "" if e.ended else ' <span class="muted">still streaming</span>'
+            return (f'<div class="row assistant"><div class="who">{_e(e.role or "assistant")}{flag}</div>'
+                    f'<div class="tx">{_e(e.text)}</div></div>')
+        case ToolCall():
+            head = f'tool call <code>{_e(e.name or "?")}</code> <span class="muted">{_e(e.tool_call_id)}</span>'
+            if not e.ended:
+                head += ' <span class="muted">args still streaming</span>'
+            parts = [f'<div class="row tool"><div class="who">{head}</div>']
+            if e.args:
+                parts.append(_pre(_pretty_json_text(e.args)))
+            result = results.get(e.tool_call_id)
+            if result is not None:
+                parts.append(_result_html(result))
+            elif e.ended:
+                parts.append('<div class="muted">no result yet</div>')
+            return "".join(parts) + "</div>"
+        case ToolResult():
+            note = "" if e.in_run else ' <span class="muted">no call for it in this run</span>'
+            head = (f'tool result <code>{_e(e.tool_name or "?")}</code> '
+                    f'<span class="muted">{_e(e.tool_call_id)}</span>{note}')
+            return f'<div class="row tool"><div class="who">{head}</div>{_result_html(e)}</div>'
+        case ModelRequest():
+            return f'<div class="sep">model request {_e(_plain(e.index))}</div>'
+        case Notice():
+            label = {"observation": "observation ", "extension": "extension ", "custom": "custom "}.get(e.category, "")
+            return (f'<details class="notice"><summary>{_e(label + e.name)}</summary>'
+                    f'{_pre(_indented(e.value))}</details>')
+        case Outcome():
+            cls = "good" if e.status == "success" else "bad" if e.status == "error" else "head"
+            title = _outcome_title(e) + (f": {e.message}" if e.status == "error" else "")
+            parts = [f'<div class="row"><div class="head {cls}">{_e(title)}</div>']
+            if e.result is not None:
+                parts.append(_pre(_indented(e.result)))
+            if e.interrupts:
+                parts.append("<ul>" + "".join(f"<li>{_e(_interrupt_line(i))}</li>" for i in e.interrupts) + "</ul>")
+            if e.usage:
+                parts.append(f'<div class="muted">usage: {_e(_usage_text(e.usage))}</div>')
+            return "".join(parts) + "</div>"
+    return f'<div class="muted">{_e(repr(e))}</div>'
+
+
+def _conversation_body(conv: Conversation) -> str:
+    # A result is drawn under its call when the call came first; any other result gets a row of its own.
+    results: dict[str, ToolResult] = {}
+    under_call: set[int] = set()
+    calls: set[str] = set()
+    for pos, e in enumerate(conv.entries):
+        if isinstance(e, ToolCall):
+            calls.add(e.tool_call_id)
+        elif isinstance(e, ToolResult) and e.in_run and e.tool_call_id in calls and e.tool_call_id not in results:
+            results[e.tool_call_id] = e
+            under_call.add(pos)
+    out = [_entry_html(e, results) for pos, e in enumerate(conv.entries) if pos not in under_call]
+    if conv.fragments:
+        first = conv.fragments[0]
+        out.append(f'<div class="muted">{_e(first.name)}: {len(conv.fragments)} of {first.count} fragments, '
+                   "the rest is not among these events</div>")
     if not out:
         out.append('<div class="muted">(no events)</div>')
     return "".join(out)
@@ -523,7 +378,7 @@ def conversation_html(source: Any) -> str:
     """The projection as an HTML conversation: inputs, reasoning (collapsed),
     assistant text, tool calls with args and results, and the outcome.
     Takes what ``conversation_text`` takes; all Run text is escaped."""
-    return _frame(_conversation_body(_fold(_events_of(source))))
+    return _frame(_conversation_body(fold(_events_of(source))))
 
 
 # -- states ----------------------------------------------------------------------------------
@@ -565,7 +420,7 @@ def state_text(state: ProjectionState, width: int = WIDTH) -> str:
         lines += _wrap(f"parent message for tool calls: {state.parent_message_id}", width)
     if state.parts:
         lines.append("open parts:")
-        lines += [_clip(_INDENT + _part_line(p), width) for p in state.parts]
+        lines += [clip(_INDENT + _part_line(p), width) for p in state.parts]
     if state.run_id is not None:
         lines.append("")
         lines.append(conversation_text(state, width))
@@ -585,7 +440,7 @@ def _state_body(state: ProjectionState, *, conversation: bool = True, open_: boo
         out.append("<table><tr><th>open part</th><th>kind</th><th>message id</th><th>tool</th>"
                    f"<th>chars streamed</th><th>started</th></tr>{rows}</table>")
     if conversation and state.run_id is not None:
-        body = _conversation_body(_fold(_events_of(state)))
+        body = _conversation_body(fold(state.snapshot()))
         attr = " open" if open_ else ""
         out.append(f"<details{attr}><summary>conversation</summary>{body}</details>")
     return "".join(out)
@@ -599,17 +454,17 @@ def state_html(state: ProjectionState) -> str:
 
 # -- steps -------------------------------------------------------------------------------------
 
-def step_repr(step: Step) -> str:
+def step_repr(step: StepLike) -> str:
     """A one-line repr of a step, at most ``WIDTH`` columns."""
     line = "" if step.line is None else f" line {step.line}"
-    names = [r[0].name for r in step.records]
+    names = [event_type(r) for r in step.records]
     shown = ", ".join(names[:4]) + (f", +{len(names) - 4}" if len(names) > 4 else "")
     word = "event" if len(names) == 1 else "events"
     text = f"Step(#{step.position}{line} seq {step.item.sequence} {_item_kind(step.item)} -> {len(names)} {word}"
-    return _clip(text + (f": {shown})" if names else ")"), WIDTH)
+    return clip(text + (f": {shown})" if names else ")"), WIDTH)
 
 
-def step_text(step: Step, width: int = WIDTH) -> str:
+def step_text(step: StepLike, width: int = WIDTH) -> str:
     """A step as plain text: where it is, its item, the events it produced
     and the parts open after it; every line at most ``width`` columns."""
     where = f"step #{step.position}" + ("" if step.line is None else f", journal line {step.line}")
@@ -630,7 +485,7 @@ def _events_html(events: Iterable[BaseEvent]) -> str:
     return f"<ol>{''.join(items)}</ol>" if items else '<div class="muted">no events</div>'
 
 
-def _step_body(step: Step) -> str:
+def _step_body(step: StepLike) -> str:
     where = f"step #{step.position}" + ("" if step.line is None else f" · journal line {step.line}")
     head = f"{where} · sequence {step.item.sequence} · {step.item.occurred_at.isoformat()}"
     events = list(step.events)
@@ -646,7 +501,7 @@ def _step_body(step: Step) -> str:
     )
 
 
-def step_html(step: Step) -> str:
+def step_html(step: StepLike) -> str:
     """A step as HTML: its source item beside the AG-UI events it produced."""
     return _frame(_step_body(step))
 
@@ -655,7 +510,7 @@ def step_html(step: Step) -> str:
 
 def observer_text(observer: HarnessAguiObserver, width: int = WIDTH) -> str:
     """An observer as plain text: its repr, then its state."""
-    return "\n".join([_clip(repr(observer), width), state_text(observer.state, width)])
+    return "\n".join([clip(repr(observer), width), state_text(observer.state, width)])
 
 
 def observer_html(observer: HarnessAguiObserver) -> str:
@@ -665,7 +520,7 @@ def observer_html(observer: HarnessAguiObserver) -> str:
 
 # -- diagnoses -----------------------------------------------------------------------------------
 
-def _where(f: FailedStep) -> str:
+def _where(f: FailedStepLike) -> str:
     bits = [f"item #{f.position}"]
     if f.line is not None:
         bits.append(f"line {f.line}")
@@ -678,21 +533,21 @@ def _where(f: FailedStep) -> str:
 _STAGES = {"read": "reading the history", "decode": "decoding a line", "project": "projecting the item"}
 
 
-def failed_step_repr(f: FailedStep) -> str:
+def failed_step_repr(f: FailedStepLike) -> str:
     """A one-line repr of a failed step, at most ``WIDTH`` columns."""
-    return _clip(f"FailedStep({_where(f)}, {f.stage}: {f.error_type}: {f.message})", WIDTH)
+    return clip(f"FailedStep({_where(f)}, {f.stage}: {f.error_type}: {f.message})", WIDTH)
 
 
-def diagnosis_repr(d: Diagnosis) -> str:
+def diagnosis_repr(d: DiagnosisLike) -> str:
     """A one-line repr of a diagnosis, at most ``WIDTH`` columns."""
     if d.failure is None:
         end = "finished" if d.finished else "not finished"
-        return _clip(f"Diagnosis(ok: {d.items} items, {d.events} events, {end})", WIDTH)
+        return clip(f"Diagnosis(ok: {d.items} items, {d.events} events, {end})", WIDTH)
     f = d.failure
-    return _clip(f"Diagnosis(failed at {_where(f)}: {f.error_type}: {f.message})", WIDTH)
+    return clip(f"Diagnosis(failed at {_where(f)}: {f.error_type}: {f.message})", WIDTH)
 
 
-def diagnosis_text(d: Diagnosis, width: int = WIDTH) -> str:
+def diagnosis_text(d: DiagnosisLike, width: int = WIDTH) -> str:
     """A diagnosis as plain text: the verdict and counts, and for a failure
     the error, the item and the state it met; lines at most ``width`` columns."""
     if d.failure is None:
@@ -706,7 +561,7 @@ def diagnosis_text(d: Diagnosis, width: int = WIDTH) -> str:
     lines = _wrap(f"failed at {_where(f)} while {_STAGES[f.stage]}", width)
     lines += _wrap(f"{f.error_type}: {f.message}", width, "error: ")
     if f.text is not None:
-        lines += _wrap(_clip(f.text, _LONG), width, "line: ")
+        lines += _wrap(clip(f.text, _LONG), width, "line: ")
     elif f.item is not None:
         lines += _wrap(item_summary(f.item, _LONG), width, "item: ")
     lines += _wrap(f"{d.items} items replayed into {d.events} events before it", width)
@@ -715,7 +570,7 @@ def diagnosis_text(d: Diagnosis, width: int = WIDTH) -> str:
     return "\n".join(lines)
 
 
-def diagnosis_html(d: Diagnosis) -> str:
+def diagnosis_html(d: DiagnosisLike) -> str:
     """A diagnosis as HTML: the verdict, and for a failure the error, the
     item and the state it met (conversation collapsed)."""
     if d.failure is None:
@@ -736,7 +591,7 @@ def diagnosis_html(d: Diagnosis) -> str:
     )
 
 
-# -- show ----------------------------------------------------------------------------------------------
+# -- a view for Jupyter -------------------------------------------------------------------------------
 
 @attrs.frozen
 class View:
@@ -755,24 +610,3 @@ class View:
     def _repr_html_(self) -> str:
         return self.html
 
-
-def show(obj: Any) -> View:
-    """A View of a ProjectionState, an observer, a Step, a Diagnosis, or
-    an iterable of AG-UI events (shown as a conversation). Raises TypeError
-    for anything else."""
-    from .replay import Diagnosis, Step
-
-    if isinstance(obj, ProjectionState):
-        return View(state_text(obj), state_html(obj))
-    if isinstance(obj, HarnessAguiObserver):
-        return View(observer_text(obj), observer_html(obj))
-    if isinstance(obj, Step):
-        return View(step_text(obj), step_html(obj))
-    if isinstance(obj, Diagnosis):
-        return View(diagnosis_text(obj), diagnosis_html(obj))
-    if isinstance(obj, Iterable) and not isinstance(obj, (str, bytes)):
-        events = list(obj)
-        if all(isinstance(e, BaseEvent) for e in events):
-            return View(conversation_text(events), conversation_html(events))
-    raise TypeError(f"show() takes a state, an observer, a step, a diagnosis or AG-UI events, "
-                    f"not {type(obj).__name__}")

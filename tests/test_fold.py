@@ -1,0 +1,156 @@
+"""The conversation fold (harness_agui.debug.fold): one interpretation of AG-UI
+events that the terminal and the notebook views both render."""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+import attrs
+import pytest
+from ag_ui.core import (
+    BaseEvent,
+    CustomEvent,
+    ReasoningEncryptedValueEvent,
+    StepStartedEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+)
+
+from harness_agui import HarnessAguiObserver
+from harness_agui.debug.fold import (
+    EMPTY_CONVERSATION,
+    Input,
+    JsonValue,
+    Message,
+    ModelRequest,
+    Notice,
+    Outcome,
+    RunStart,
+    ToolCall,
+    ToolResult,
+    fold,
+    fold_event,
+)
+from harness_agui.testing import SourceBuilder, simulated_run
+
+
+def _events(items: list[Any]) -> list[BaseEvent]:
+    observer = HarnessAguiObserver()
+    for item in items:
+        observer.observe(item)
+    return list(observer.snapshot())
+
+
+def test_the_demo_run_folds_into_entries_in_the_order_they_started() -> None:
+    conv = fold(_events(simulated_run()))
+    kinds = [type(e).__name__ for e in conv.entries]
+    assert kinds[:5] == ["RunStart", "Input", "ModelRequest", "Message", "Message"]
+    assert kinds[-1] == "Outcome" and conv.outcome is conv.entries[-1]
+    assert (conv.thread_id, conv.run_id) == ("thread-demo", "run-demo")
+    reasoning, text = conv.entries[3], conv.entries[4]
+    assert isinstance(reasoning, Message) and reasoning.kind == "reasoning" and reasoning.signed and reasoning.ended
+    assert isinstance(text, Message) and text.text == "Let me check the forecast and do the conversion."
+    call = conv.entry("tool", "call-forecast-1")
+    assert isinstance(call, ToolCall) and call.name == "get_forecast" and call.ended
+    assert call.args == '{"city": "Lyon", "day": "tomorrow"}' and call.parent_message_id == text.message_id
+    results = [e for e in conv.entries if isinstance(e, ToolResult)]
+    assert [(r.tool_call_id, r.outcome) for r in results][:2] == [("call-forecast-1", "failed"),
+                                                                  ("call-convert-1", "success")]
+    assert results[0].content.value == '{"error":"upstream timeout"}' and results[0].in_run
+    assert conv.outcome is not None and conv.outcome.status == "success"
+    assert conv.outcome.usage[0].input_tokens == 812 and conv.outcome.usage[0].total_tokens == 908
+
+
+def test_folding_in_two_parts_gives_the_same_conversation_as_folding_at_once() -> None:
+    events = _events(simulated_run())
+    whole = fold(events)
+    for cut in (0, 1, 7, 30, len(events) - 1, len(events)):
+        assert fold(events[cut:], fold(events[:cut])) == whole
+
+
+def test_a_conversation_is_frozen_pickles_and_shares_nothing_mutable_with_its_events() -> None:
+    events = _events(SourceBuilder().observation("note", {"b": 1, "a": [1, 2]}).completed({"z": 1, "y": 2}).items)
+    conv = fold(events)
+    notice = conv.entries[1]
+    assert isinstance(notice, Notice) and notice.category == "observation"
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        notice.name = "other"  # type: ignore[misc]
+    copy = notice.value.value
+    copy["b"] = 99
+    assert notice.value.value == {"b": 1, "a": [1, 2]}
+    assert list(notice.value.value) == ["b", "a"]  # object keys keep their order
+    events[1].value["payload"]["value"]["b"] = 42  # type: ignore[attr-defined]
+    assert notice.value.value["b"] == 1
+    assert pickle.loads(pickle.dumps(conv)) == conv
+    assert list(conv.outcome.result.value) == ["z", "y"]  # type: ignore[union-attr]
+
+
+def test_input_split_into_chunks_is_one_whole_entry_and_a_slice_from_the_middle_is_not_whole() -> None:
+    text = " ".join(f"w{i:05d}" for i in range(3000))  # three CUSTOM chunks
+    events = _events(SourceBuilder().user(text).completed(None).items)
+    (entry,) = [e for e in fold(events).entries if isinstance(e, Input)]
+    assert entry.text == text and entry.whole and entry.chunk_count == 3
+    (tail,) = [e for e in fold(events[2:]).entries if isinstance(e, Input)]
+    assert tail.first_chunk == 1 and tail.complete and not tail.whole
+
+
+def test_an_oversized_custom_is_joined_and_a_cut_one_is_kept_pending() -> None:
+    events = _events(SourceBuilder().observation("big", {"blob": "z" * 100_000}).items)
+    pieces = [e for e in events if isinstance(e, CustomEvent) and "fragment" in e.value]
+    assert len(pieces) > 1
+    conv = fold(events)
+    assert [e.name for e in conv.entries if isinstance(e, Notice)] == ["big"] and not conv.fragments
+    cut = fold(events[:-1])
+    assert len(cut.fragments) == len(pieces) - 1 and not [e for e in cut.entries if isinstance(e, Notice)]
+    interrupted = fold([*events[:-1], StepStartedEvent(step_name="x"), events[-1]])
+    notes = [e for e in interrupted.entries if isinstance(e, Notice) and e.category == "fragments"]
+    assert notes and "incomplete before a STEP_STARTED event" in notes[0].value.value
+
+
+def test_events_of_a_slice_that_starts_mid_message_open_an_entry_marked_not_started() -> None:
+    conv = fold([TextMessageContentEvent(message_id="m", delta="orphan"), TextMessageEndEvent(message_id="m")])
+    (msg,) = conv.entries
+    assert msg == Message("text", "m", chunks=msg.chunks, started=False, ended=True) and msg.text == "orphan"
+
+
+def test_a_signature_without_its_message_and_an_unknown_event_become_notices() -> None:
+    conv = fold([ReasoningEncryptedValueEvent(subtype="message", entity_id="r", encrypted_value="x"),
+                 StepStartedEvent(step_name="plan")])
+    assert [(n.category, n.name) for n in conv.entries if isinstance(n, Notice)] == [
+        ("event", "REASONING_ENCRYPTED_VALUE"), ("event", "STEP_STARTED")]
+    assert conv.entries[1].value == JsonValue('{"stepName":"plan"}')  # type: ignore[union-attr]
+
+
+def test_odd_custom_values_never_make_the_fold_raise() -> None:
+    odd = [
+        CustomEvent(name="harness.input.user", value={"payload": {"content": 5}, "chunk": {"index": "x"}}),
+        CustomEvent(name="harness.input.user", value={"payload": {"content": "a"}, "chunk": {"index": 1, "count": -3}}),
+        CustomEvent(name="harness.extension.lifecycle",
+                    value={"payload": {"payload": {"type": "model_request_started"}}}),
+        CustomEvent(name="harness.observation", value={"payload": "not an object"}),
+        CustomEvent(name="harness.x", value={"fragment": {"index": 5, "count": 2}, "data": "{"}),
+        CustomEvent(name="app.thing", value={1, 2}),
+        CustomEvent(name="harness.tool_result", value={"payload": {}}),
+    ]
+    conv = fold(odd)
+    assert len(conv.entries) == len(odd)
+    assert isinstance(conv.entries[2], ModelRequest) and conv.entries[2].index.value is None
+    assert isinstance(conv.entries[6], ToolResult) and not conv.entries[6].in_run
+
+
+def test_fold_event_refuses_what_is_not_an_ag_ui_event() -> None:
+    with pytest.raises(TypeError, match="AG-UI event"):
+        fold_event(EMPTY_CONVERSATION, {"type": "RUN_STARTED"})  # type: ignore[arg-type]
+
+
+def test_the_outcome_of_a_failed_and_of_a_suspended_run() -> None:
+    failed = fold(_events(SourceBuilder().failed("overloaded", "try later").items)).outcome
+    assert failed == Outcome("error", message="try later", code="overloaded", at=failed.at)  # type: ignore[union-attr]
+    b = SourceBuilder().request().tool_call(0, "rm", "c1", ['{"p": 1}'])
+    suspended = fold(_events(b.suspended(("c1", "rm", {"p": 1})).items)).outcome
+    assert suspended is not None and suspended.status == "interrupt"
+    (it,) = suspended.interrupts
+    assert (it.id, it.reason, it.tool_call_id) == ("c1:approval", "tool_approval", "c1")
+    assert it.args is not None and it.args.value == {"p": 1}
+    assert isinstance(fold(_events(b.items)).entries[0], RunStart)
