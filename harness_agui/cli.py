@@ -2,50 +2,69 @@
 #
 # The commands are thin: the journal module reads and checks source files,
 # the observer projects, codec and pretty format. What lives here is the
-# behaviour a person at a terminal relies on: bad input ends in one line
-# naming the file and line (never a traceback), exit codes that scripts can
-# test, progress on stderr only when stderr is a terminal, and quiet exit
-# when the reader of a pipe goes away.
+# behaviour a person at a terminal relies on: bad input or bad arguments end
+# in one line naming the file and line or the argument (never a traceback,
+# never argparse's usage block), exit codes that scripts can test, progress
+# on stderr only when stderr is a terminal, and a quiet exit with status 141
+# when the reader of a pipe goes away, as for any tool killed by SIGPIPE. A
+# closed stdin, stdout or stderr is a one-line error (or, for stderr, a
+# silent exit status), not an AttributeError.
 #
-# ``replay`` without ``--run`` reads the file twice: once to learn which Runs
-# it holds, once to project. Standard input is first copied to a temporary
-# file for that, so it costs disk, not memory.
+# Every command reads its input once, front to back, so a pipe, a FIFO,
+# ``/dev/stdin`` or ``<(...)`` is as good as a file; lines longer than
+# ``--max-line-bytes`` (16 MiB by default) are an error naming the line.
+#
+# Terminal safety: this is the top layer, so it is where text meets the
+# terminal, and all of it meets it through ``debug.text.escape_terminal``:
+# error messages (which quote file names, run ids and, in a DecodeError,
+# the file's own field names), the progress line, the ``check`` report (its
+# run-controlled pieces escaped one line each before it is laid out), the
+# ``pretty`` view, and JSON or SSE output when stdout is a terminal. Output
+# to a pipe or a file is left byte-exact: programs read it.
 
 from __future__ import annotations
 
 import argparse
+import errno
 import os
-import shutil
+import stat
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from io import TextIOWrapper
-from typing import IO, Any, TextIO
+from typing import IO, Any, NoReturn, TextIO
 
+import attrs
 from ag_ui.core import BaseEvent
 
-from .core.errors import AguiObservationError
+from .core.errors import AguiObservationError, ForeignRunError, HistoryError
 from .core.observer import HarnessAguiObserver
+from .core.source import MAX_SEQUENCE
 from .debug.pretty import iter_conversation
+from .debug.text import clip, escape_terminal
 from .demo import run_demo
 from .wire.agui import agui_to_json, sse_frame
 from .wire.codec import DecodeError
-from .wire.jsonl import Journal, JournalError, check_journal, scan_journal
+from .wire.jsonl import MAX_LINE_BYTES, Journal, JournalReport, LineFault, check_journal
 
-__all__ = ["main", "EXIT_OK", "EXIT_BAD_INPUT", "EXIT_USAGE"]
+__all__ = ["main", "EXIT_OK", "EXIT_BAD_INPUT", "EXIT_USAGE", "EXIT_BROKEN_PIPE"]
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 1
-"""The input is bad (undecodable line, broken order, a run the projection
-refuses), or ``check`` found a problem."""
+"""The input is bad (undecodable or over-long line, broken order, a run the
+projection refuses), or ``check`` found a problem."""
 EXIT_USAGE = 2
-"""Bad arguments, a file that cannot be read, or no single run to replay."""
+"""Bad arguments, a file that cannot be read, a closed standard stream, or
+no single run to replay."""
+EXIT_BROKEN_PIPE = 141
+"""The reader of the output went away (128 + SIGPIPE, what a shell reports
+for ``cat`` in ``cat big | head -1``)."""
 
 PROG = "harness-agui"
 
-_EPILOG = ("exit status: 0 success; 1 bad input (or problems found by check); 2 usage error, unreadable file "
-           "or no single run to replay.")
+_EPILOG = ("exit status: 0 success; 1 bad input (or problems found by check); 2 usage error, unreadable file, "
+           "closed standard stream or several runs without --run; 141 the reader of the output went away "
+           "(broken pipe), quietly.")
 
 
 class _Fail(Exception):
@@ -65,9 +84,9 @@ class _Progress:
     line is erased before each piece of output, so they never mix.
     """
 
-    def __init__(self, err: TextIO, label: str, total: int | None, out_is_tty: bool) -> None:
-        self.err = err
-        self.enabled = _isatty(err)
+    def __init__(self, err: TextIO | None, label: str, total: int | None, out_is_tty: bool) -> None:
+        self.err: Any = err
+        self.enabled = err is not None and _isatty(err)
         self.label = label
         self.total = total
         self.out_is_tty = out_is_tty
@@ -84,7 +103,7 @@ class _Progress:
         text = f"{self.label}: line {lines:,}"
         if self.total:
             text += f", {_size(end)} of {_size(self.total)} ({min(100, end * 100 // self.total)}%)"
-        self.err.write("\r\x1b[K" + text[: _columns(self.err) - 1])
+        self.err.write("\r\x1b[K" + clip(text, _columns(self.err) - 1))
         self.err.flush()
         self.shown = True
 
@@ -124,64 +143,47 @@ def _size(n: int) -> str:
 
 # -- opening input -------------------------------------------------------------------
 
-def _open_input(path: str, *, rewindable: bool) -> tuple[str, IO[bytes] | str]:
-    """The display name and the source for ``path`` ('-' is stdin). With
-    ``rewindable`` stdin is first copied to a temporary file."""
-    if path != "-":
-        if os.path.isdir(path):
-            raise _Fail(f"{path}: is a directory, not a journal file", EXIT_USAGE)
-        if not os.path.exists(path):
-            raise _Fail(f"{path}: no such file", EXIT_USAGE)
-        return path, path
-    stdin = sys.stdin.buffer
-    if not rewindable:
-        return "<stdin>", stdin
-    spool = tempfile.TemporaryFile()
-    shutil.copyfileobj(stdin, spool)
-    spool.seek(0)
-    return "<stdin>", spool
+def _open_input(path: str) -> tuple[str, IO[bytes] | IO[str] | str]:
+    """The display name and the source for ``path`` ('-' is stdin). Nothing
+    is read here: each command reads its input once, front to back."""
+    if path == "-":
+        stdin = sys.stdin
+        if stdin is None:
+            raise _Fail("standard input is closed", EXIT_USAGE)
+        return "<stdin>", getattr(stdin, "buffer", stdin)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise _Fail(f"{path}: no such file", EXIT_USAGE) from None
+    except (OSError, ValueError) as e:
+        raise _Fail(f"{path}: cannot be read: {getattr(e, 'strerror', None) or e}", EXIT_USAGE) from None
+    if stat.S_ISDIR(mode):
+        raise _Fail(f"{path}: is a directory, not a journal file", EXIT_USAGE)
+    return path, path
+
+
+def _output_text(out: TextIO) -> Callable[[str], str]:
+    """How text reaches ``out``: exact bytes for a pipe or a file, which
+    programs read; escaped for a terminal, which a run's text must not
+    drive."""
+    if _isatty(out):
+        return lambda text: escape_terminal(text, multiline=True)
+    return lambda text: text
 
 
 # -- replay --------------------------------------------------------------------------
+# One pass: without --run the Journal binds the first item's Run, and an item
+# of another Run ends the replay there (ForeignRunError located at its line),
+# after the output of the items before it, like any other fault mid-file.
 
-def _runs_in(name: str, source: IO[bytes] | str) -> list[str]:
-    """The Runs a file names, in order of appearance. Lines that do not
-    decode are left to the replay itself, which fails when it reaches one:
-    a prefix before a damaged line can still be replayed. When no line
-    decodes at all, the first line's DecodeError is raised."""
-    runs: dict[str, None] = {}
-    first_error: DecodeError | None = None
-    for scanned in scan_journal(source, name=name):
-        if scanned.run_id is not None:
-            runs.setdefault(scanned.run_id)
-        elif first_error is None:
-            first_error = scanned.error
-    if not isinstance(source, str):
-        source.seek(0)
-    if not runs and first_error is not None:
-        raise first_error
-    return list(runs)
-
-
-def _choose_run(name: str, source: IO[bytes] | str, wanted: str | None) -> str:
-    if wanted is not None:
-        return wanted
-    runs = _runs_in(name, source)
-    if not runs:
-        raise _Fail(f"{name}: holds no source items", EXIT_BAD_INPUT)
-    if len(runs) > 1:
-        shown = ", ".join(runs[:5]) + (f" and {len(runs) - 5} more" if len(runs) > 5 else "")
-        raise _Fail(f"{name}: holds {len(runs)} runs ({shown}); choose one with --run", EXIT_USAGE)
-    return runs[0]
-
-
-def _replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    name, source = _open_input(args.file, rewindable=args.run is None)
-    run_id = _choose_run(name, source, args.run)
-    journal = Journal(source, run_id=run_id, through=args.through, name=name)
+def _replay(args: argparse.Namespace, out: TextIO, err: TextIO | None) -> int:
+    name, source = _open_input(args.file)
+    journal = Journal(source, run_id=args.run, through=args.through, name=name,
+                      max_line_bytes=args.max_line_bytes)
     progress = _Progress(err, f"replay {name}", journal.size(), _isatty(out))
     observer = HarnessAguiObserver()
     at = [0]  # the line of the item being projected, for error messages
+    shown = _output_text(out)
 
     def events() -> Iterator[BaseEvent]:
         for entry in journal.entries():
@@ -193,13 +195,21 @@ def _replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if args.format == "pretty":
             for block in iter_conversation(events()):
                 progress.before_output()
-                out.write(block + "\n\n")
+                out.write(escape_terminal(block, multiline=True) + "\n\n")
         else:
             frame: Callable[[BaseEvent], str] = _sse if args.format == "sse" else _jsonl
             for event in events():
                 progress.before_output()
-                out.write(frame(event))
+                out.write(shown(frame(event)))
         out.flush()
+    except HistoryError as e:
+        if e.line is None:  # found by the observer, not located by the journal reader
+            raise _Fail(f"{name}:{at[0]}: {e}", EXIT_BAD_INPUT) from None
+        found = getattr(e, "found_run_id", None)
+        if isinstance(e, ForeignRunError) and args.run is None and found is not None and found != e.run_id:
+            raise _Fail(f"{e.source}:{e.line}: an item of run {found!r} follows the items of run {e.run_id!r}: "
+                        "the file holds several runs, choose one with --run", EXIT_USAGE) from None
+        raise _Fail(str(e), EXIT_BAD_INPUT) from None
     except AguiObservationError as e:
         raise _Fail(f"{name}:{at[0]}: {e}", EXIT_BAD_INPUT) from None
     finally:
@@ -207,7 +217,7 @@ def _replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if observer.run_id is None:
         if args.run is not None:
             raise _Fail(f"{name}: holds no items of run {args.run!r}", EXIT_USAGE)
-        raise _Fail(f"{name}: no items of run {run_id!r} at or before sequence {args.through}", EXIT_BAD_INPUT)
+        raise _Fail(f"{name}: holds no source items", EXIT_BAD_INPUT)
     return EXIT_OK
 
 
@@ -221,17 +231,45 @@ def _sse(event: BaseEvent) -> str:
 
 # -- check ---------------------------------------------------------------------------
 
-def _check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    name, source = _open_input(args.file, rewindable=False)
-    size = None if args.file == "-" else os.path.getsize(args.file)
+def _check(args: argparse.Namespace, out: TextIO, err: TextIO | None) -> int:
+    name, source = _open_input(args.file)
+    size = None
+    if isinstance(source, str):
+        try:
+            size = os.path.getsize(source) or None  # 0 for a pipe or a FIFO: unknown
+        except OSError:
+            pass
     progress = _Progress(err, f"check {name}", size, _isatty(out))
     try:
-        report = check_journal(source, name=name, progress=progress.update)
+        report = check_journal(source, name=name, progress=progress.update, max_line_bytes=args.max_line_bytes)
     finally:
         progress.clear()
-    out.write(report.describe() + "\n")
+    out.write(escape_terminal(_escaped_report(report).describe(), multiline=True) + "\n")
     out.flush()
     return EXIT_OK if report.ok else EXIT_BAD_INPUT
+
+
+def _escaped_fault(fault: LineFault) -> LineFault:
+    return attrs.evolve(fault, detail=escape_terminal(fault.detail))
+
+
+def _escaped_report(report: JournalReport) -> JournalReport:
+    """The report with the file name and every fault's detail (which quotes
+    the file's own text: unknown field names, values) escaped one line each,
+    so that describe() lays out lines the file cannot add to or forge. Run
+    and thread ids are shown by describe() as repr(), already escaped."""
+    runs = []
+    for run in report.runs:
+        changes: dict[str, Any] = {}
+        for field in attrs.fields(type(run)):
+            value = getattr(run, field.name)
+            if isinstance(value, LineFault):
+                changes[field.name] = _escaped_fault(value)
+            elif isinstance(value, tuple) and value and isinstance(value[0], LineFault):
+                changes[field.name] = tuple(_escaped_fault(f) for f in value)
+        runs.append(attrs.evolve(run, **changes))
+    return attrs.evolve(report, source=escape_terminal(report.source), runs=tuple(runs),
+                        undecodable=tuple(_escaped_fault(f) for f in report.undecodable))
 
 
 # -- main ------------------------------------------------------------------------------
@@ -243,18 +281,48 @@ def _sequence(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a sequence number: {text!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"a sequence number is >= 0, got {value}")
+    if value > MAX_SEQUENCE:
+        raise argparse.ArgumentTypeError(f"a sequence number is at most 2**53 - 1, got {value}")
     return value
 
 
+def _byte_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of bytes: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"the limit is at least 1 byte, got {value}")
+    return value
+
+
+class _ArgumentError(Exception):
+    def __init__(self, message: str, prog: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.prog = prog
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors end in one line (see ``main``), not in
+    a usage block and an exit from deep inside parse_args. Sub-parsers are
+    made of the same class."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _ArgumentError(message, self.prog)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG, description="Project Harness runs onto AG-UI events, from source journals (JSON lines).",
         epilog=_EPILOG)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     replay = sub.add_parser(
         "replay", help="print the AG-UI projection of one run of a source journal",
         description="Print the AG-UI projection of one run of a source journal: AG-UI events as JSON lines, "
-                    "as Server-Sent Events frames, or as a conversation for people to read.",
+                    "as Server-Sent Events frames, or as a conversation for people to read. The file is read "
+                    "once, so a pipe or a FIFO works. Without --run the first item's run is replayed, and an "
+                    "item of another run ends the replay with status 2.",
         epilog=_EPILOG)
     replay.add_argument("file", metavar="FILE", help="source journal, one wire-format item per line ('-' for stdin)")
     replay.add_argument("--run", metavar="RUN_ID", help="the run to replay; needed when FILE holds several runs")
@@ -270,6 +338,10 @@ def _parser() -> argparse.ArgumentParser:
                     "refuses. Exits 1 when anything is found.",
         epilog=_EPILOG)
     check.add_argument("file", metavar="FILE", help="source journal ('-' for stdin)")
+    for command in (replay, check):
+        command.add_argument("--max-line-bytes", metavar="N", type=_byte_count, default=MAX_LINE_BYTES,
+                             help=f"the longest line read, in bytes (default {MAX_LINE_BYTES}, 16 MiB); a longer "
+                                  "line is an error naming it")
     sub.add_parser("demo", help="observe, interrupt, resume and check a simulated run",
                    description="Observe a simulated run live, lose the observer, resume a fresh one from the "
                                "retained prefix, continue with the live tail, and compare with an uninterrupted "
@@ -280,17 +352,25 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``harness-agui`` command line; returns the exit status.
 
-    Errors in the input end with one line on stderr (``harness-agui:
-    FILE:LINE: reason``) and a non-zero status, never a traceback; see
-    EXIT_BAD_INPUT and EXIT_USAGE.
+    Errors end with one line on stderr (``harness-agui: FILE:LINE: reason``,
+    or the argument at fault) and a non-zero status, never a traceback; see
+    EXIT_BAD_INPUT, EXIT_USAGE and EXIT_BROKEN_PIPE. Everything printed that
+    a run or a user controls goes through ``escape_terminal``. ``--help``
+    still exits through SystemExit(0), as argparse does.
     """
-    args = _parser().parse_args(argv)
-    out, err = sys.stdout, sys.stderr
-    if args.command == "replay" and args.format != "pretty" and isinstance(out, TextIOWrapper):
-        out.reconfigure(encoding="utf-8")  # AG-UI JSON is UTF-8 whatever the locale
-    elif isinstance(out, TextIOWrapper):
-        out.reconfigure(errors="replace")
+    err = sys.stderr
     try:
+        args = _parser().parse_args(argv)
+    except _ArgumentError as e:
+        return _say(err, f"{e.message} (see '{e.prog} --help')", EXIT_USAGE)
+    out = sys.stdout
+    if out is None:
+        return _say(err, "standard output is closed", EXIT_USAGE)
+    try:
+        if args.command == "replay" and args.format != "pretty" and isinstance(out, TextIOWrapper):
+            out.reconfigure(encoding="utf-8")  # AG-UI JSON is UTF-8 whatever the locale
+        elif isinstance(out, TextIOWrapper):
+            out.reconfigure(errors="replace")
         if args.command == "replay":
             return _replay(args, out, err)
         if args.command == "check":
@@ -298,30 +378,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_demo(out)
     except _Fail as e:
         return _say(err, str(e), e.status)
-    except (DecodeError, JournalError) as e:
+    except (DecodeError, HistoryError) as e:
         return _say(err, str(e), EXIT_BAD_INPUT)
+    except BrokenPipeError:
+        return _quiet_broken_pipe()
     except OSError as e:
-        if isinstance(e, BrokenPipeError):
-            return _quiet_broken_pipe()
+        if e.errno == errno.EBADF and e.filename is None:
+            return _say(err, "a standard stream is closed", EXIT_USAGE)
         where = f"{e.filename}: " if e.filename else ""
         return _say(err, f"{where}{e.strerror or e}", EXIT_USAGE)
     except KeyboardInterrupt:
         return _say(err, "interrupted", 130)
 
 
-def _say(err: TextIO, message: str, status: int) -> int:
-    err.write(f"{PROG}: {message}\n")
-    err.flush()
+def _say(err: TextIO | None, message: str, status: int) -> int:
+    """Print ``harness-agui: message`` on stderr, escaped to one line, if
+    stderr is open and writable; return ``status`` either way."""
+    if err is not None:
+        try:
+            err.write(f"{PROG}: {escape_terminal(message)}\n")
+            err.flush()
+        except (OSError, ValueError):
+            pass
     return status
 
 
 def _quiet_broken_pipe() -> int:
     # The reader of our output went away (``| head``): stop without a word,
-    # and keep the interpreter's final flush from failing again.
+    # with the status a tool killed by SIGPIPE has, and keep the
+    # interpreter's final flush of stdout from failing again.
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         pass
-    return EXIT_BAD_INPUT
-
+    return EXIT_BROKEN_PIPE

@@ -47,6 +47,16 @@ def assert_one_line_error(proc: subprocess.CompletedProcess[str], status: int, m
     assert proc.stderr == f"harness-agui: {message}\n"
 
 
+def assert_one_line_error_at(proc: subprocess.CompletedProcess[str], status: int, where: str, *words: str) -> None:
+    """A one-line error located at ``where`` (``FILE:LINE``) mentioning
+    ``words``; the wording of history faults belongs to core.history."""
+    assert proc.returncode == status, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith(f"harness-agui: {where}: "), proc.stderr
+    for word in words:
+        assert word in proc.stderr
+
+
 def expected_events(path: Path, run_id: str | None = None, through: int | None = None) -> list:
     observer = HarnessAguiObserver()
     for item in Journal(path, run_id=run_id, through=through):
@@ -123,10 +133,13 @@ def test_replay_reads_stdin_given_as_a_dash() -> None:
 
 
 def test_replay_of_stdin_with_several_runs_needs_run_too() -> None:
+    # Read once: the first run is replayed until the first item of the second ends it.
     proc = cli_bytes("replay", "-", stdin=TWO_RUNS.read_bytes())
     assert proc.returncode == 2
-    assert proc.stderr.decode() == "harness-agui: <stdin>: holds 2 runs (run-ops-2a, run-ops-2b); choose one " \
-        "with --run\n"
+    assert proc.stderr.decode() == "harness-agui: <stdin>:40: an item of run 'run-ops-2b' follows the items of " \
+        "run 'run-ops-2a': the file holds several runs, choose one with --run\n"
+    assert proc.stdout.decode().splitlines() == \
+        [agui_to_json(e) for e in expected_events(TWO_RUNS, run_id="run-ops-2a")]
     proc = cli_bytes("replay", "-", "--run", "run-ops-2a", stdin=TWO_RUNS.read_bytes())
     assert proc.returncode == 0
     assert proc.stdout.decode().splitlines() == \
@@ -144,7 +157,8 @@ def test_replay_output_is_utf8_whatever_the_locale() -> None:
 
 def test_replay_of_a_file_with_several_runs_without_run_is_a_usage_error() -> None:
     assert_one_line_error(cli("replay", TWO_RUNS), 2,
-                          f"{TWO_RUNS}: holds 2 runs (run-ops-2a, run-ops-2b); choose one with --run")
+                          f"{TWO_RUNS}:40: an item of run 'run-ops-2b' follows the items of run 'run-ops-2a': "
+                          "the file holds several runs, choose one with --run")
 
 
 def test_replay_of_a_run_the_file_does_not_hold_is_a_usage_error() -> None:
@@ -154,7 +168,7 @@ def test_replay_of_a_run_the_file_does_not_hold_is_a_usage_error() -> None:
 
 def test_replay_of_an_undecodable_line_names_the_file_and_line() -> None:
     proc = cli("replay", BROKEN, "--run", "run-broken-1", "--through", "4")
-    assert_one_line_error(proc, 1, f"{BROKEN}:5: sequence 3 repeated after 3")
+    assert_one_line_error_at(proc, 1, f"{BROKEN}:5", "sequence 3", "repeated")
 
 
 def test_replay_of_a_malformed_line_names_the_file_and_line(tmp_path: Path) -> None:
@@ -177,7 +191,7 @@ def test_replay_of_a_gap_names_the_file_and_line(tmp_path: Path) -> None:
     items = SourceBuilder().user("hi").observation("x", 1).completed("ok").items
     path = tmp_path / "gap.jsonl"
     path.write_text(encode(items[0]) + "\n" + encode(items[2]) + "\n", encoding="utf-8")
-    assert_one_line_error(cli("replay", path), 1, f"{path}:2: sequence jumps from 0 to 2: 1 missing")
+    assert_one_line_error_at(cli("replay", path), 1, f"{path}:2", "sequence 2", "missing")
 
 
 def test_replay_of_a_run_the_observer_refuses_names_the_file_and_line(tmp_path: Path) -> None:
@@ -204,19 +218,16 @@ def test_replay_of_an_empty_file_is_an_error(tmp_path: Path) -> None:
     assert_one_line_error(cli("replay", path), 1, f"{path}: holds no source items")
 
 
-def test_replay_through_before_the_first_item_is_an_error(tmp_path: Path) -> None:
+def test_replay_of_a_run_that_does_not_start_at_sequence_0_names_the_line(tmp_path: Path) -> None:
     path = tmp_path / "late.jsonl"
     path.write_text("".join(encode(i) + "\n" for i in SourceBuilder(first_sequence=5).user("hi").items),
                     encoding="utf-8")
-    assert_one_line_error(cli("replay", path, "--through", "4"), 1,
-                          f"{path}: no items of run 'run-1' at or before sequence 4")
+    assert_one_line_error_at(cli("replay", path, "--through", "4"), 1, f"{path}:1", "sequence 5")
 
 
 def test_replay_through_a_negative_sequence_is_refused_by_the_argument_parser() -> None:
-    proc = cli("replay", CHAT, "--through", "-1")
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert proc.stderr.splitlines()[-1] == \
-        "harness-agui replay: error: argument --through: a sequence number is >= 0, got -1"
+    assert_one_line_error(cli("replay", CHAT, "--through", "-1"), 2,
+                          "argument --through: a sequence number is >= 0, got -1 (see 'harness-agui replay --help')")
 
 
 def test_replay_in_an_unknown_format_is_refused_by_the_argument_parser() -> None:
@@ -236,7 +247,7 @@ def test_replay_stops_quietly_when_the_reader_of_its_output_goes_away(tmp_path: 
     proc.stdout.close()
     err = proc.stderr.read().decode()
     proc.stderr.close()
-    assert proc.wait(timeout=120) == 1
+    assert proc.wait(timeout=120) == 141
     assert err == ""
 
 
@@ -335,16 +346,16 @@ def test_demo_runs_the_main_job_and_exits_zero() -> None:
 
 
 def test_a_command_is_required() -> None:
-    proc = cli()
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert "the following arguments are required: COMMAND" in proc.stderr
+    assert_one_line_error(cli(), 2, "the following arguments are required: COMMAND (see 'harness-agui --help')")
 
 
 def test_help_lists_the_commands_and_the_exit_statuses() -> None:
     proc = cli("--help")
     assert proc.returncode == 0
-    for word in ("replay", "check", "demo", "exit status"):
+    for word in ("replay", "check", "demo", "exit status", "141"):
         assert word in proc.stdout
+    replay_help = cli("replay", "--help").stdout
+    assert "--max-line-bytes N" in replay_help and "read once" in replay_help
 
 
 def test_the_console_script_is_installed_next_to_python() -> None:

@@ -3,6 +3,21 @@
 # (CUSTOM values, run results). Both sides want the same two things: a check
 # that a Python value really is JSON, and one compact, deterministic text
 # form so that replay gives the same bytes as live observation.
+#
+# ``check_json`` is also where the limits of what can be emitted live, so
+# that what the source model accepts is never refused later by a serialiser
+# (issue 13: a value accepted by ``observe()`` whose AG-UI event then could
+# not be written stuck a Host's delivery cursor for good). Measured with
+# ag-ui-protocol 1.0 and pydantic-core 2.50: ``model_dump_json`` and
+# ``ag_ui.encoder.EventEncoder`` give up on a CUSTOM value nested more than
+# 253 arrays/objects deep, and the projection wraps a source value up to six
+# levels deeper (correlation, payload, part, interrupt metadata). So a JSON
+# value may nest at most MAX_JSON_DEPTH = 128 levels: half the serialiser's
+# limit, far more than any real tool result needs. Text must be valid
+# Unicode: a lone surrogate (which a Python str can hold and a JSON "\ud800"
+# escape can produce) cannot be written as UTF-8, and pydantic refuses it in
+# keys and values alike. Integers must be printable by ``int.__str__``,
+# which CPython refuses past 4300 digits; the bound here is 4000.
 
 from __future__ import annotations
 
@@ -30,32 +45,71 @@ def loads(text: str | bytes) -> Any:
     return json.loads(text, parse_constant=_reject_constant)
 
 
+MAX_JSON_DEPTH = 128
+"""How many arrays/objects a JSON value may nest (``[[1]]`` nests 2)."""
+
+MAX_INT_DIGITS = 4000
+"""How many decimal digits a JSON integer may have."""
+
+_INT_BITS = 13_287  # every int of at most this many bits has fewer than 4001 digits
+_INT_TOO_LONG = 10**MAX_INT_DIGITS
+
+
+def check_text(value: str, what: str) -> None:
+    """Raise ValueError if ``value`` holds a lone surrogate, which no UTF-8
+    writer and no AG-UI serialiser accepts."""
+    if not value.isascii():
+        m = _SURROGATE.search(value)
+        if m is not None:
+            raise ValueError(f"{what} contains a lone surrogate (U+{ord(m.group()):04X}), which is not Unicode text "
+                             "and cannot be written as UTF-8")
+
+
 def check_json(value: Any, what: str) -> None:
-    """Raise TypeError unless ``value`` is built only of JSON types.
+    """Raise TypeError unless ``value`` is built only of JSON types, and
+    ValueError unless every serialiser can write it.
 
     Arrays must be lists and objects dicts with string keys, so that a value
     survives the wire format unchanged (a tuple would come back as a list).
-    Non-finite floats raise ValueError: JSON has no spelling for them.
+    ValueError for: a non-finite float (JSON has no spelling for it), nesting
+    deeper than MAX_JSON_DEPTH, a lone surrogate in a string or a key, an
+    integer of more than MAX_INT_DIGITS digits.
     """
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if v is None or isinstance(v, (str, bool, int)):
-            continue
-        if isinstance(v, float):
-            if not math.isfinite(v):
-                raise ValueError(f"{what} contains {v!r}, which is not a JSON number")
-            continue
-        if isinstance(v, list):
-            stack.extend(v)
-            continue
-        if isinstance(v, dict):
-            for k, item in v.items():
-                if not isinstance(k, str):
-                    raise TypeError(f"{what} has a non-string object key {k!r}")
-                stack.append(item)
-            continue
-        raise TypeError(f"{what} must be JSON (dict, list, str, int, float, bool or None), not {type(v).__name__}")
+    # Level by level, so that the depth is a counter, not a tuple per element.
+    level = [value]
+    depth = 0
+    while level:
+        deeper: list[Any] = []
+        for v in level:
+            if v is None or v is True or v is False:
+                continue
+            if isinstance(v, str):
+                if not v.isascii():
+                    check_text(v, what)
+            elif isinstance(v, int):
+                if v.bit_length() > _INT_BITS and abs(v) >= _INT_TOO_LONG:
+                    raise ValueError(f"{what} contains an integer of more than {MAX_INT_DIGITS} digits")
+            elif isinstance(v, float):
+                if not math.isfinite(v):
+                    raise ValueError(f"{what} contains {v!r}, which is not a JSON number")
+            elif isinstance(v, list):
+                if depth == MAX_JSON_DEPTH:
+                    raise ValueError(f"{what} is nested more than {MAX_JSON_DEPTH} arrays or objects deep")
+                deeper.extend(v)
+            elif isinstance(v, dict):
+                if depth == MAX_JSON_DEPTH:
+                    raise ValueError(f"{what} is nested more than {MAX_JSON_DEPTH} arrays or objects deep")
+                for k in v:
+                    if not isinstance(k, str):
+                        raise TypeError(f"{what} has a non-string object key {k!r:.60}")
+                    if not k.isascii():
+                        check_text(k, f"{what} (an object key)")
+                deeper.extend(v.values())
+            else:
+                raise TypeError(
+                    f"{what} must be JSON (dict, list, str, int, float, bool or None), not {type(v).__name__}")
+        level = deeper
+        depth += 1
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -11,15 +11,26 @@
 # plain dicts and lists, checked to be JSON. The projection never keeps a
 # reference to them: it keeps their compact text, so a Host that mutates a
 # dict after observing it cannot change what was projected.
+#
+# This is also where the limits of the whole library are decided, once, so
+# that anything a constructor accepts can be projected, serialised, written
+# to a journal and stored (issue 13): text is valid Unicode (no lone
+# surrogate) and JSON values obey ``_json.check_json`` (nesting depth,
+# integer length); a ``sequence`` lies in 0..MAX_SEQUENCE (2**53 - 1, what
+# every JSON reader and SQLite's INTEGER keep exactly); ``occurred_at`` is an
+# instant that exists in UTC, so that converting it to UTC or to epoch
+# milliseconds cannot overflow. A value with a named zone (say a ZoneInfo) is
+# kept as the same wall time at its fixed UTC offset; that conversion only
+# relabels the zone and cannot overflow either.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from typing import Any, Literal
 
 import attrs
 
-from ._json import JSON, check_json
+from ._json import JSON, check_json, check_text
 
 __all__ = [
     "TextPart",
@@ -50,6 +61,8 @@ __all__ = [
     "INPUT_SOURCES",
     "EXTENSION_KINDS",
     "RUN_STATUSES",
+    "MAX_JSON_INT",
+    "MAX_SEQUENCE",
 ]
 
 ToolOutcome = Literal["success", "failed", "retried"]
@@ -78,11 +91,15 @@ def _type_error(inst: Any, attr: attrs.Attribute, value: Any, expected: str) -> 
 def _str(inst: Any, attr: attrs.Attribute, value: Any) -> None:
     if not isinstance(value, str):
         raise _type_error(inst, attr, value, "str")
+    if not value.isascii():
+        check_text(value, f"{type(inst).__name__}.{attr.name}")
 
 
 def _opt_str(inst: Any, attr: attrs.Attribute, value: Any) -> None:
-    if value is not None and not isinstance(value, str):
-        raise _type_error(inst, attr, value, "str or None")
+    if value is not None:
+        if not isinstance(value, str):
+            raise _type_error(inst, attr, value, "str or None")
+        _str(inst, attr, value)
 
 
 def _id(inst: Any, attr: attrs.Attribute, value: Any) -> None:
@@ -111,6 +128,15 @@ def _opt_non_negative_int(inst: Any, attr: attrs.Attribute, value: Any) -> None:
 MAX_JSON_INT = 2**53 - 1
 """The largest integer every JSON reader keeps exactly (AG-UI's bound for counts)."""
 
+MAX_SEQUENCE = MAX_JSON_INT
+"""The largest ``sequence`` of a source item: JSON-safe, and well inside SQLite's signed 64-bit INTEGER."""
+
+
+def _sequence(inst: Any, attr: attrs.Attribute, value: Any) -> None:
+    _non_negative_int(inst, attr, value)
+    if value > MAX_SEQUENCE:
+        raise ValueError(f"{type(inst).__name__}.{attr.name} must be <= 2**53 - 1, got {value}")
+
 
 def _token_count(inst: Any, attr: attrs.Attribute, value: Any) -> None:
     _opt_non_negative_int(inst, attr, value)
@@ -132,7 +158,10 @@ def _json(inst: Any, attr: attrs.Attribute, value: Any) -> None:
 
 
 def _args(inst: Any, attr: attrs.Attribute, value: Any) -> None:
-    if value is None or isinstance(value, str):
+    if value is None:
+        return
+    if isinstance(value, str):
+        _str(inst, attr, value)
         return
     if not isinstance(value, dict):
         raise _type_error(inst, attr, value, "str, dict or None")
@@ -160,11 +189,13 @@ def _instance(*types: type) -> Any:
 def _fixed_offset(value: Any) -> Any:
     """An aware datetime with a zone (say ZoneInfo) as the same instant at a
     fixed UTC offset, so that it survives the wire format unchanged (an
-    ambiguous local time never compares equal across zones otherwise)."""
+    ambiguous local time never compares equal across zones otherwise). The
+    wall time is kept and only the zone relabelled, which cannot overflow
+    (``astimezone`` goes through UTC, which can)."""
     if isinstance(value, datetime) and value.tzinfo is not None and type(value.tzinfo) is not timezone:
         offset = value.utcoffset()
         if offset is not None:
-            return value.astimezone(timezone(offset))
+            return value.replace(tzinfo=timezone(offset), fold=0)
     return value
 
 
@@ -173,6 +204,12 @@ def _aware(inst: Any, attr: attrs.Attribute, value: Any) -> None:
         raise _type_error(inst, attr, value, "datetime")
     if value.utcoffset() is None:
         raise ValueError(f"{type(inst).__name__}.{attr.name} must be timezone-aware, got {value!r}")
+    try:
+        if value.year == 1 or value.year == 9999:  # only within a day of the calendar's ends can UTC overflow
+            value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{type(inst).__name__}.{attr.name} {value.isoformat()} is outside the range of "
+                         "datetime in UTC (years 1 to 9999)") from None
 
 
 def _tuple_of(cls: type) -> Any:
@@ -277,6 +314,8 @@ class InputEvent:
     def __attrs_post_init__(self) -> None:
         if isinstance(self.content, dict):
             check_json(self.content, "InputEvent.content")
+        else:
+            check_text(self.content, "InputEvent.content")
 
 
 @attrs.frozen
@@ -372,7 +411,7 @@ class HarnessEvent:
 
     thread_id: str = attrs.field(validator=_id)
     run_id: str = attrs.field(validator=_id)
-    sequence: int = attrs.field(validator=_non_negative_int)
+    sequence: int = attrs.field(validator=_sequence)
     occurred_at: datetime = attrs.field(converter=_fixed_offset, validator=_aware)
     event: Payload = attrs.field(validator=_instance(*_PAYLOADS))
 
@@ -383,7 +422,7 @@ class HarnessRunResultEvent:
 
     thread_id: str = attrs.field(validator=_id)
     run_id: str = attrs.field(validator=_id)
-    sequence: int = attrs.field(validator=_non_negative_int)
+    sequence: int = attrs.field(validator=_sequence)
     occurred_at: datetime = attrs.field(converter=_fixed_offset, validator=_aware)
     result: RunResult = attrs.field(validator=_instance(RunResult))
 

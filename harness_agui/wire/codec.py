@@ -12,11 +12,19 @@
 # The same payload-to-JSON walk feeds the CUSTOM events of the projection, so
 # a CUSTOM value carries exactly what a journal line would.
 #
-# Lines are UTF-8 text with non-ASCII characters kept as they are. The one
-# exception is a lone surrogate (a str can hold one, UTF-8 cannot): it is
-# written as a \uXXXX escape so the line can be stored anywhere. A high and a
-# low surrogate written next to each other as two lone ones come back joined
-# into one character; JSON has no way to tell the two apart.
+# Lines are UTF-8 text with non-ASCII characters kept as they are. The
+# decoder enforces no limit of its own: the limits (text without lone
+# surrogates, JSON nested at most 128 levels, integers of at most 4000
+# digits, sequences up to 2**53 - 1, instants that exist in UTC) belong to
+# the source model, whose constructors the decoder calls, so a line is
+# refused exactly when the value it describes would be, with a DecodeError
+# naming the line and the field. A "\ud800" escape is valid JSON but
+# decodes to a lone surrogate, so such a line is refused; a high and a low
+# surrogate escaped next to each other are one character and are read as
+# such. The JSON parser itself stops at about 1000 levels of nesting
+# (Python's recursion limit): deeper text is "nested too deeply". How long
+# a line may be is the journal reader's business (``jsonl``), since it is
+# the one that reads lines from a file.
 
 from __future__ import annotations
 
@@ -28,6 +36,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ..core import _json
+from ..core.errors import HarnessAguiError
 from ..core.jsonform import payload_to_json, result_to_json
 from ..core.source import (
     EXTENSION_KINDS,
@@ -76,7 +85,7 @@ Migration = Callable[[dict[str, Any]], dict[str, Any]]
 """Turns a decoded JSON object of an older wire version into the next one."""
 
 
-class DecodeError(ValueError):
+class DecodeError(HarnessAguiError, ValueError):
     """A line of the wire format could not be decoded.
 
     ``reason`` says what was wrong (naming the field at fault where there is
@@ -127,11 +136,12 @@ def to_json(item: HarnessStreamEvent) -> dict[str, Any]:
 def encode(item: HarnessStreamEvent) -> str:
     """One wire line (without a trailing newline) for a source item.
 
-    The line is compact JSON, UTF-8 encodable, with keys in a fixed order, so
-    the same item always gives the same text. Raises TypeError for anything
-    that is not a Harness stream item.
+    The line is compact JSON, UTF-8 encodable (the source model admits no
+    lone surrogate), with keys in a fixed order, so the same item always
+    gives the same text. Raises TypeError for anything that is not a Harness
+    stream item.
     """
-    return _json.escape_surrogates(_json.dumps(to_json(item)))
+    return _json.dumps(to_json(item))
 
 
 # -- decoding --------------------------------------------------------------------
@@ -462,4 +472,5 @@ def parse_json_line(text: str, line: int | None = None) -> Any:
     except ValueError as e:
         raise DecodeError(f"malformed JSON: {e}", line) from None
     except RecursionError:
-        raise DecodeError("malformed JSON: nested too deeply", line) from None
+        raise DecodeError(f"malformed JSON: nested too deeply (values may nest {_json.MAX_JSON_DEPTH} levels)",
+                          line) from None
