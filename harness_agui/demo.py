@@ -13,15 +13,9 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from .core.observer import HarnessAguiObserver
-from .core.source import HarnessStreamEvent
 from .testing.builder import simulated_run
 
 __all__ = ["run_demo"]
-
-
-async def _aiter(items: Sequence[HarnessStreamEvent]):  # type: ignore[no-untyped-def]
-    for item in items:
-        yield item
 
 
 def run_demo(out: TextIO = sys.stdout) -> int:
@@ -41,7 +35,7 @@ def run_demo(out: TextIO = sys.stdout) -> int:
     print("process restarts: the observer is gone, the source journal is kept", file=out)
 
     second = HarnessAguiObserver()
-    asyncio.run(second.resume(_aiter(items[:cut])))
+    asyncio.run(second.resume(items[:cut]))
     print(f"resume: rebuilt {second.event_count} events from {cut} retained items, published nothing", file=out)
     for item in items[cut:]:
         published.extend(second.observe(item))

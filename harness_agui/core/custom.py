@@ -5,7 +5,9 @@
 # payload's wire JSON) and, for input text, "chunk" {index, count}. A value
 # whose compact JSON would exceed CUSTOM_MAX_CHARS is instead sent as several
 # events of the same name, each with "fragment" {index, count} and "data", a
-# slice of the original value's JSON text. ``assemble_custom`` joins them.
+# slice of the original value's JSON text. ``custom_records`` cuts them (the
+# reducer's only way to emit a CUSTOM event) and ``assemble_custom`` joins
+# them, so both halves of the format live here.
 
 from __future__ import annotations
 
@@ -15,8 +17,31 @@ from typing import Any
 from ag_ui.core import BaseEvent, CustomEvent
 
 from . import _json
+from . import records as ev
+from .records import Record
 
-__all__ = ["assemble_custom", "is_fragment"]
+__all__ = ["assemble_custom", "is_fragment", "custom_records", "CUSTOM_MAX_CHARS", "CUSTOM_FRAGMENT_CHARS"]
+
+CUSTOM_MAX_CHARS = 65536
+"""A CUSTOM value whose compact JSON is longer than this is sent in fragments."""
+
+CUSTOM_FRAGMENT_CHARS = 30000
+"""Characters of the original value's JSON text carried by one fragment."""
+
+
+def custom_records(ts: int, name: str, value: dict[str, Any], correlation: dict[str, Any]) -> list[Record]:
+    """The records of one CUSTOM event ``name`` carrying ``value``: one record,
+    or fragments of at most CUSTOM_FRAGMENT_CHARS of its JSON text, each with
+    ``correlation`` (the source item's) so a reader can tell whose they are."""
+    text = _json.dumps(value)
+    if len(text) <= CUSTOM_MAX_CHARS:
+        return [ev.custom(ts, name, text)]
+    pieces = [text[i:i + CUSTOM_FRAGMENT_CHARS] for i in range(0, len(text), CUSTOM_FRAGMENT_CHARS)]
+    out = []
+    for i, piece in enumerate(pieces):
+        fragment = dict(correlation, fragment={"index": i, "count": len(pieces)}, data=piece)
+        out.append(ev.custom(ts, name, _json.dumps(fragment)))
+    return out
 
 
 def is_fragment(event: Any) -> bool:

@@ -18,10 +18,11 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncIterable, Iterable
 
 from ag_ui.core import BaseEvent
 
+from ._aio import as_async_iterable
 from .errors import AguiObservationError
 from .records import EventLog, build
 from .reduce import Processor, advance, step
@@ -158,13 +159,7 @@ class HarnessAguiObserver:
     async def _resume(self, history: AsyncIterable[HarnessStreamEvent] | Iterable[HarnessStreamEvent]) -> None:
         if not self.is_fresh:
             raise AguiObservationError("resume() needs a fresh observer; this one has already observed or resumed")
-        items: AsyncIterable[HarnessStreamEvent]
-        if isinstance(history, AsyncIterable):
-            items = history
-        elif isinstance(history, Iterable) and not isinstance(history, (str, bytes)):
-            items = _as_async(history)
-        else:
-            raise TypeError(f"resume() takes an async or plain iterable of items, not {type(history).__name__}")
+        items = as_async_iterable(history, "the history given to resume()")
         processor = self._processor
         staged = INITIAL_STATE
         self._resuming = True
@@ -192,8 +187,3 @@ def _busy(observer: HarnessAguiObserver, call: str) -> AguiObservationError:
     return AguiObservationError(
         f"{call} refused: {what} on this observer (calls that change an observer must be serialized)"
     )
-
-
-async def _as_async(items: Iterable[HarnessStreamEvent]) -> AsyncIterator[HarnessStreamEvent]:
-    for item in items:
-        yield item

@@ -41,6 +41,7 @@ from pyrsistent import PMap
 
 from . import _json
 from . import records as ev
+from .custom import CUSTOM_FRAGMENT_CHARS, CUSTOM_MAX_CHARS, custom_records
 from .errors import AguiObservationError
 from .history import advance as advance_history
 from .jsonform import deferred_call_to_json, payload_to_json
@@ -75,12 +76,6 @@ Processor = Callable[[HarnessStreamEvent, BaseEvent], "BaseEvent | None"]
 
 INPUT_CHUNK_CHARS = 8192
 """Input text is carried in CUSTOM events of at most this many characters."""
-
-CUSTOM_MAX_CHARS = 65536
-"""A CUSTOM value whose compact JSON is longer than this is sent in fragments."""
-
-CUSTOM_FRAGMENT_CHARS = 30000
-"""Characters of the original value's JSON text carried by one fragment."""
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MS = timedelta(milliseconds=1)
@@ -127,7 +122,7 @@ def step(state: ProjectionState, item: HarnessStreamEvent,
     if state.history.thread_id is None:
         records.append(ev.run_started(ts, item.thread_id, item.run_id))
 
-    messages = state.messages
+    message_ids = state.message_ids
     if isinstance(item, HarnessRunResultEvent):
         calls = _close_all(state, ts, records)
         records.extend(_terminal(item, ts))
@@ -138,20 +133,21 @@ def step(state: ProjectionState, item: HarnessStreamEvent,
         if isinstance(payload, PartStartEvent) and not isinstance(payload.part, ToolCallPart):
             started = find_part(parts, payload.index)
             assert started is not None
-            messages = messages.add(started.message_id)
+            message_ids = message_ids.add(started.message_id)
 
     if processor is not None and records:
         records = apply_processor(processor, item, records)
     return ProjectionState.of(
-        history, request, parent, parts, calls, messages,
+        history, request, parent, parts, calls, message_ids,
         state.events.extend(records) if records else state.events,
     ), records
 
 
-_Cursor = tuple[tuple[OpenPart, ...], PMap, "int | None", "str | None"]
+# What a non-terminal item leaves open: (parts, calls, request index, parent message id).
+_Progress = tuple[tuple[OpenPart, ...], PMap, "int | None", "str | None"]
 
 
-def _project(state: ProjectionState, item: HarnessEvent, ts: int, out: list[Record]) -> _Cursor:
+def _project(state: ProjectionState, item: HarnessEvent, ts: int, out: list[Record]) -> _Progress:
     """Append the records of a non-terminal item to ``out``; return the new
     (parts, calls, request index, parent message id)."""
     parts, calls, request, parent = state.parts, state.calls, state.request_index, state.parent_message_id
@@ -250,11 +246,11 @@ def _message_id(state: ProjectionState, item: HarnessEvent, index: int, kind: st
     between two responses) gets the start item's sequence appended, so ids
     stay unique and replay-stable; a part's own id used twice is an error."""
     if own is not None:
-        if own in state.messages:
+        if own in state.message_ids:
             raise AguiObservationError(f"part id {own!r} is used by two parts of this run", sequence=item.sequence)
         return own
     generated = f"{item.run_id}:request-{state.request_index or 0}:part-{index}:{kind}"
-    return generated if generated not in state.messages else f"{generated}:{item.sequence}"
+    return generated if generated not in state.message_ids else f"{generated}:{item.sequence}"
 
 
 def _start(state: ProjectionState, index: int, kind: PartKind, source: Part, item: HarnessEvent, ts: int,
@@ -267,7 +263,7 @@ def _start(state: ProjectionState, index: int, kind: PartKind, source: Part, ite
         part = OpenPart(index, "tool_call", call_id, started=False, tool_name=source.tool_name)
         args = source.args
         if isinstance(args, dict):
-            part = _evolve(part, dict_args=_json.dumps(args))
+            part = _evolve(part, object_args_json=_json.dumps(args))
         elif args:
             part = _evolve(part, pending=args)
         if source.tool_name:
@@ -338,15 +334,15 @@ def _delta(part: OpenPart, delta: Any, ts: int, parent: str | None, out: list[Re
     if isinstance(args, dict):
         if part.streamed or part.pending:
             raise AguiObservationError(f"tool call {mid!r} mixed text args with object args", sequence=seq)
-        merged = {**_json.loads(part.dict_args), **args} if part.dict_args else args
-        return _evolve(part, dict_args=_json.dumps(merged))
+        merged = {**_json.loads(part.object_args_json), **args} if part.object_args_json else args
+        return _evolve(part, object_args_json=_json.dumps(merged))
     if args:
-        if part.dict_args is not None:
+        if part.object_args_json is not None:
             raise AguiObservationError(f"tool call {mid!r} mixed object args with text args", sequence=seq)
         if part.started:
             out.append(ev.tool_call_args(ts, mid, args))
             return OpenPart(part.index, "tool_call", mid, part.part_id, part.streamed + len(args),
-                            True, part.tool_name, part.pending, part.dict_args, part.signature)
+                            True, part.tool_name, part.pending, part.object_args_json, part.signature)
         part = _evolve(part, pending=part.pending + args)
         if part.tool_name:
             part = _start_tool_call(part, ts, parent, out)
@@ -394,7 +390,7 @@ def _close(part: OpenPart, final: Part | None, ts: int, parent: str | None, call
             if len(args) > part.streamed:
                 out.append(ev.tool_call_args(ts, mid, args[part.streamed:]))
         elif part.streamed == 0:
-            text = _json.dumps(args) if isinstance(args, dict) else part.dict_args
+            text = _json.dumps(args) if isinstance(args, dict) else part.object_args_json
             if text is not None:
                 out.append(ev.tool_call_args(ts, mid, text))
         out.append(ev.tool_call_end(ts, mid))
@@ -453,17 +449,7 @@ def _custom(item: HarnessEvent, ts: int, name: str, payload: dict[str, Any] | No
     value["payload"] = payload if payload is not None else payload_to_json(item.event)
     if chunk is not None:
         value["chunk"] = chunk
-    text = _json.dumps(value)
-    if len(text) <= CUSTOM_MAX_CHARS:
-        return [ev.custom(ts, name, text)]
-    pieces = [text[i:i + CUSTOM_FRAGMENT_CHARS] for i in range(0, len(text), CUSTOM_FRAGMENT_CHARS)]
-    out = []
-    for i, piece in enumerate(pieces):
-        fragment = _correlation(item)
-        fragment["fragment"] = {"index": i, "count": len(pieces)}
-        fragment["data"] = piece
-        out.append(ev.custom(ts, name, _json.dumps(fragment)))
-    return out
+    return custom_records(ts, name, value, _correlation(item))
 
 
 def _input_chunks(item: HarnessEvent, payload: InputEvent, ts: int) -> list[Record]:

@@ -5,7 +5,7 @@
 # terminal item arrived; ``thread_id``, ``run_id``, ``last_sequence`` and
 # ``finished`` read through to it), the model-request cursor,
 # the parts still open, what became of every tool call, and the accumulated
-# AG-UI events as records (see ``_events``). Open parts are a short tuple
+# AG-UI events as records (see ``records``). Open parts are a short tuple
 # ordered by index rather than a map: a model response has a handful of parts
 # open at once, and rebuilding a tuple of three is cheaper than a map update
 # on the token-by-token hot path.
@@ -44,7 +44,9 @@ class OpenPart:
     ``message_id`` is the AG-UI message id (the tool call id for tool calls);
     ``streamed`` counts the characters of content or args already emitted;
     a tool call whose name is not yet known holds its args text in
-    ``pending`` and has ``started`` false.
+    ``pending`` and has ``started`` false; a tool call streaming its args as
+    JSON objects holds their merge, as compact JSON text, in
+    ``object_args_json``.
     """
 
     index: int
@@ -55,7 +57,7 @@ class OpenPart:
     started: bool = True
     tool_name: str = ""
     pending: str = ""
-    dict_args: str | None = None
+    object_args_json: str | None = None
     signature: str | None = None
 
     def __repr__(self) -> str:
@@ -73,14 +75,19 @@ def find_part(parts: tuple[OpenPart, ...], index: int) -> OpenPart | None:
 
 @attrs.frozen(repr=False, slots=False)
 class ProjectionState:
-    """The whole projection of one Run up to some item."""
+    """The whole projection of one Run up to some item.
+
+    ``message_ids`` are the AG-UI message ids already given to a text or
+    reasoning message of this Run (each must stay unique), ``calls`` what
+    became of each tool call id, ``events`` the emitted events as records.
+    """
 
     history: HistoryCursor = INITIAL_CURSOR
     request_index: int | None = None
     parent_message_id: str | None = None
     parts: tuple[OpenPart, ...] = ()
     calls: PMap[str, CallStatus] = pmap()
-    messages: PSet[str] = pset()
+    message_ids: PSet[str] = pset()
     events: RecordLog = RecordLog()
 
     @property
@@ -117,7 +124,7 @@ class ProjectionState:
 
     @classmethod
     def of(cls, history: HistoryCursor, request_index: int | None, parent_message_id: str | None,
-           parts: tuple[OpenPart, ...], calls: PMap[str, CallStatus], messages: PSet[str],
+           parts: tuple[OpenPart, ...], calls: PMap[str, CallStatus], message_ids: PSet[str],
            events: RecordLog) -> ProjectionState:
         """``ProjectionState(...)`` with every field given, for the reducer's
         hot path: it fills the instance dict the way attrs' generated
@@ -126,7 +133,7 @@ class ProjectionState:
         that both ways build equal values."""
         state = _new(cls)
         state.__dict__.update(history=history, request_index=request_index, parent_message_id=parent_message_id,
-                              parts=parts, calls=calls, messages=messages, events=events)
+                              parts=parts, calls=calls, message_ids=message_ids, events=events)
         return state
 
     def __repr__(self) -> str:

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import attrs
 
+from ..core._aio import as_async_iterable
 from ..core.records import EventLog, Record, event_type, field_of
 from ..core.reduce import Processor, advance
 from ..core.source import HarnessEvent, HarnessStreamEvent, PartDeltaEvent, PartEndEvent, PartStartEvent
@@ -305,7 +306,7 @@ def asteps(history: AsyncIterable[Entry] | History, processor: Processor | None 
     entries = _entries(history, allow_async=True)
     if isinstance(entries, AsyncIterable):
         return _asteps(walk, entries)
-    return _sync_as_async(_steps(walk, entries))
+    return aiter(as_async_iterable(_steps(walk, entries), "history"))
 
 
 async def _asteps(walk: _Walk, entries: AsyncIterable[Any]) -> AsyncIterator[Step]:
@@ -313,11 +314,6 @@ async def _asteps(walk: _Walk, entries: AsyncIterable[Any]) -> AsyncIterator[Ste
         step = walk.feed(entry)
         if step is not None:
             yield step
-
-
-async def _sync_as_async(it: Iterator[Step]) -> AsyncIterator[Step]:
-    for step in it:
-        yield step
 
 
 def diagnose(history: History, processor: Processor | None = None) -> Diagnosis:

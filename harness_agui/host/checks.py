@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Iterable
 
+from ..core._aio import as_async_iterable
 from ..core.errors import IncompletePrefixError
 from ..core.history import HistoryCursor, advance
 from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
@@ -71,7 +72,7 @@ def check_prefix(
     closed: it belongs to the caller.
     """
     _check_args(run_id, through, first_sequence)
-    return _checked(_as_async_iterable(history), run_id, first_sequence, through, prefix=True)
+    return _checked(as_async_iterable(history, "history"), run_id, first_sequence, through, prefix=True)
 
 
 def check_tail(
@@ -95,7 +96,7 @@ def check_tail(
     """
     _check_args(run_id, after, first_sequence)
     start = first_sequence if after is None else after + 1
-    return _checked(_as_async_iterable(history), run_id, start, None, prefix=False)
+    return _checked(as_async_iterable(history, "history"), run_id, start, None, prefix=False)
 
 
 def _check_args(run_id: str, cursor: Cursor, first_sequence: int) -> None:
@@ -107,16 +108,6 @@ def _check_args(run_id: str, cursor: Cursor, first_sequence: int) -> None:
         raise ValueError(f"first_sequence must be an int >= 0, not {first_sequence!r}")
     if cursor is not None and cursor < first_sequence:
         raise ValueError(f"cursor {cursor} lies before the Run's first sequence {first_sequence}")
-
-
-def _as_async_iterable(
-    history: AsyncIterable[HarnessStreamEvent] | Iterable[HarnessStreamEvent],
-) -> AsyncIterable[HarnessStreamEvent]:
-    if isinstance(history, AsyncIterable):
-        return history
-    if isinstance(history, Iterable) and not isinstance(history, (str, bytes)):
-        return _as_async(history)
-    raise TypeError(f"history must be an async or plain iterable of items, not {type(history).__name__}")
 
 
 async def _checked(source: AsyncIterable[HarnessStreamEvent], run_id: str, first: int, through: Cursor, *,
@@ -145,8 +136,3 @@ async def _checked(source: AsyncIterable[HarnessStreamEvent], run_id: str, first
             ended += " with the terminal result"
         raise IncompletePrefixError(f"{ended}, before the handoff cursor {through}", run_id=run_id,
                                     sequence=last, expected=through)
-
-
-async def _as_async(items: Iterable[HarnessStreamEvent]) -> AsyncIterator[HarnessStreamEvent]:
-    for item in items:
-        yield item
