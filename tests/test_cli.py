@@ -187,6 +187,15 @@ def test_replay_of_a_line_with_an_unknown_version_names_the_file_and_line(tmp_pa
                           f"{path}:2: unknown wire version 9 (this release reads version 1)")
 
 
+def test_replay_of_a_file_where_no_line_decodes_names_the_first_line(tmp_path: Path) -> None:
+    path = tmp_path / "v2.jsonl"
+    path.write_text('{"v":2,"kind":"event"}\n')
+    done = cli("replay", path)
+    assert done.returncode == 1
+    assert done.stderr.strip() == f"harness-agui: {path}:1: unknown wire version 2 (this release reads version 1)"
+    assert "Traceback" not in done.stderr
+
+
 def test_replay_of_a_gap_names_the_file_and_line(tmp_path: Path) -> None:
     items = SourceBuilder().user("hi").observation("x", 1).completed("ok").items
     path = tmp_path / "gap.jsonl"

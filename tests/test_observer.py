@@ -271,6 +271,23 @@ def test_observe_returns_a_tuple_even_when_an_item_produces_nothing() -> None:
     assert observer.observe(delta(2, 0, TextPartDelta(content_delta=""))) == ()
 
 
+def test_observe_commits_only_after_its_events_are_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness_agui.core import records
+
+    b = SourceBuilder().user("hi").text(0, ["a"])
+    observer = HarnessAguiObserver()
+    observer.observe(b.items[0])
+    before = observer.state
+
+    def broken_build(self: object, record: object) -> object:
+        raise RuntimeError("cannot build")
+
+    monkeypatch.setattr(records.Kind, "build", broken_build)
+    with pytest.raises(RuntimeError):
+        observer.observe(b.items[1])
+    assert observer.state is before
+
+
 # -- resume on a non-fresh observer ---------------------------------------------------------
 
 def _non_fresh_observers() -> dict[str, HarnessAguiObserver]:

@@ -414,6 +414,19 @@ def test_object_args_of_the_end_part_are_the_final_args() -> None:
                                     E("TOOL_CALL_END", 2, toolCallId="c")]
 
 
+def test_text_args_streamed_then_object_args_at_the_end_is_an_observation_error() -> None:
+    b = SourceBuilder().part(0, ToolCallPart(tool_name="f", args=None, tool_call_id="c"),
+                             [ToolCallPartDelta(args_delta='{"a":')],
+                             ToolCallPart(tool_name="f", args={"a": 1}, tool_call_id="c"))
+    observer = HarnessAguiObserver()
+    for item in b.items[:-1]:
+        observer.observe(item)
+    before = observer.state
+    with pytest.raises(AguiObservationError, match="object args"):
+        observer.observe(b.items[-1])
+    assert observer.state is before
+
+
 @pytest.mark.parametrize("args", [None, ""], ids=["none", "empty"])
 def test_a_tool_call_without_args_gives_start_and_end_only(args: str | None) -> None:
     b = SourceBuilder().part(0, ToolCallPart(tool_name="now", args=args, tool_call_id="c"), [],
@@ -637,6 +650,16 @@ def test_token_usage_carries_only_the_counts_the_harness_reported(usage: Usage,
     b = SourceBuilder().result(RunResult(status="completed", usage=usage))
     (_, finished) = per_item(b.items)[0]
     assert finished.get("usage") == expected
+
+
+def test_a_total_that_would_exceed_the_json_bound_is_left_out_and_the_run_still_finishes() -> None:
+    b = SourceBuilder().user("hi").completed("ok", input_tokens=2**52, output_tokens=2**52)
+    observer = HarnessAguiObserver()
+    for item in b.items:
+        observer.observe(item)
+    (usage,) = observer.snapshot()[-1].usage
+    assert usage.input_tokens == 2**52 and usage.output_tokens == 2**52 and usage.total_tokens is None
+    assert observer.finished
 
 
 def test_a_suspended_result_is_run_finished_with_one_interrupt_per_deferred_call_and_approval() -> None:

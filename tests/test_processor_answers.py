@@ -1,17 +1,20 @@
-# apply_processor recognises an answer that changed nothing (the event it was
-# shown, returned as it was) and keeps the record without capturing it again.
-# That shortcut must report exactly what the full capture reports: a change
-# made in place, a structural edit, an extra field, a look-alike value.
+# What the observer keeps of a processor's answer. apply_processor
+# recognises an answer that changed nothing (the event it was shown, returned
+# as it was) and keeps the record without capturing it again. That shortcut
+# must report exactly what the full capture reports: a change made in place,
+# a structural edit, an extra field, a look-alike value; and what it keeps of
+# an accepted answer is plain data (a str subclass is kept as an exact str).
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from ag_ui.core import BaseEvent
+from ag_ui.core import BaseEvent, TextMessageContentEvent
 
 from harness_agui import AguiObservationError, HarnessAguiObserver
-from harness_agui.testing import simulated_run
+from harness_agui.core.records import content_of, event_type
+from harness_agui.testing import SourceBuilder, simulated_run
 
 
 def _observe_all(processor: Any) -> HarnessAguiObserver:
@@ -93,3 +96,20 @@ def test_a_processor_setting_a_non_str_delta_equal_to_the_old_one_is_reported() 
 
     with pytest.raises(AguiObservationError, match="must be str"):
         _observe_all(sneaky)
+
+
+def test_a_processor_answering_with_a_str_subclass_leaves_an_exact_str_in_the_state() -> None:
+    class Tagged(str):
+        pass
+
+    def processor(item: object, event: object) -> object:
+        if isinstance(event, TextMessageContentEvent):
+            event.delta = Tagged("X")
+        return event
+
+    observer = HarnessAguiObserver(processor)
+    for item in SourceBuilder().text(0, ["a"]).items:
+        observer.observe(item)
+    contents = [r for r in observer.state.events if event_type(r) == "TEXT_MESSAGE_CONTENT"]
+    assert [type(content_of(r)) for r in contents] == [str]
+    assert [e.delta for e in observer.snapshot() if isinstance(e, TextMessageContentEvent)] == ["X"]
