@@ -1,4 +1,4 @@
-# The acceptance fuzz of issue 13: hostile input at the two outer doors, the
+# Fuzzing the boundary: hostile input at the two outer doors, the
 # wire decoder and the command line, checked for one rule: every input is
 # either taken or refused with the documented error, and whatever is taken
 # can go all the way through (observed, serialised by every AG-UI serialiser,

@@ -4,7 +4,7 @@
 #
 # First the transition itself: every accepted transition, every error with
 # its attributes, the precedence between faults, and that a refused item
-# changes nothing. Then the acceptance of issue 10: the observer, the JSONL
+# changes nothing. Then the agreement of every reader: the observer, the JSONL
 # ``Journal`` reader, ``check_prefix`` and the SQLite journal accept exactly
 # the same generated histories, and refuse the same damaged ones and the same
 # order faults of ``invalid_cases()`` with the same error class.

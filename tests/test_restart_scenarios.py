@@ -1,4 +1,4 @@
-# The seed scenarios of issue 2, written as a Host would live them.
+# Restart scenarios, written as a Host would live them.
 #
 # A Host journals every source item as a wire line while it observes. After a
 # restart it reopens the journal, resumes a fresh observer from it and goes
