@@ -2,11 +2,15 @@
 #   make demo   - install into .venv, then run the main job on built-in data
 #   make test   - install into .venv, then run the whole test suite
 #   make bench  - the benchmark (not part of the tests); results in bench/results/
+#   make test-a13n - install into .venv-a13n (Python 3.13, a13n-harness), generate real a13n-harness
+#                    Runs afresh and run tests/a13n on them
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+A13N_VENV ?= .venv-a13n
+A13N_PY := $(A13N_VENV)/bin/python
 
-.PHONY: demo test bench lint clean
+.PHONY: demo test test-a13n bench lint clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,13 +24,35 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(PY) -m pytest
 
+# a13n-harness needs Python 3.13. Tried in order: python3.13; pyenv's python3.13 shim with
+# PYENV_VERSION=3.13.0 (the shim fails without it where no .python-version selects 3.13); any
+# 3.13 interpreter in pyenv's versions directory.
+FIND_PYTHON313 = for py in python3.13 "env PYENV_VERSION=3.13.0 python3.13" \
+		$$(ls -d "$${PYENV_ROOT:-$$HOME/.pyenv}"/versions/3.13*/bin/python3.13 2>/dev/null); do \
+	if $$py -c 'import sys; sys.exit(sys.version_info[:2] != (3, 13))' >/dev/null 2>&1; then echo "$$py"; exit 0; fi; \
+done; exit 1
+
+$(A13N_VENV)/.installed: pyproject.toml
+	@py="$$($(FIND_PYTHON313))" || { \
+		echo "make test-a13n needs Python 3.13 (tried python3.13, PYENV_VERSION=3.13.0 python3.13 and" \
+		     "$${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.13*/bin/python3.13); install Python 3.13 first" >&2; exit 1; }; \
+	echo "make test-a13n: using $$py"; $$py -m venv $(A13N_VENV)
+	$(A13N_PY) -m pip install --quiet --upgrade pip
+	$(A13N_PY) -m pip install --quiet -e '.[a13n,dev]'
+	touch $@
+
+test-a13n: $(A13N_VENV)/.installed
+	@out="$$(mktemp -d)"; trap 'rm -rf "$$out"' EXIT; \
+	$(A13N_PY) tools/make_a13n_fixtures.py --out "$$out" && \
+	$(A13N_PY) -m pytest tests/a13n
+
 bench: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e '.[bench]'
 	$(PY) -m bench.run
 
 lint: $(VENV)/.installed
-	$(PY) -m ruff check harness_agui tests examples bench
+	$(PY) -m ruff check harness_agui tests tools examples bench
 	$(PY) -m mypy
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) $(A13N_VENV) build *.egg-info .pytest_cache .hypothesis

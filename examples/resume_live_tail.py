@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 from harness_agui import HarnessAguiObserver
-from harness_agui.host import SqliteDeliveryLog, SqliteSourceJournal
+from harness_agui.host import SqliteDeliveryLog, SqliteSourceJournal, parse_last_event_id
 from harness_agui.testing import simulated_run
 from harness_agui.wire.agui import agui_to_json
 
@@ -44,7 +44,7 @@ async def main(workdir: Path) -> int:
     for item in items[:delivered]:
         deliveries.record(item, first.observe(item))
     client_saw = deliveries.replay(RUN_ID)[:-5]  # the client's connection dropped a little earlier still
-    last_event_id = client_saw[-1].event_id
+    last_event_id = client_saw[-1].sse_id  # what the browser holds: the number and its Run's tag
     print(f"first host: journaled {journaled} items, delivered the events of {delivered} "
           f"(ids 1..{deliveries.last_event_id(RUN_ID)}), then died")
     print(f"UI client: saw events up to id {last_event_id}, then lost its connection")
@@ -74,7 +74,7 @@ async def main(workdir: Path) -> int:
           f"{deliveries.last_event_id(RUN_ID)} events delivered in all")
 
     # -- the UI client reconnects with Last-Event-ID --------------------------------------
-    frames = [frame async for frame in deliveries.sse(RUN_ID, last_event_id=str(last_event_id))]
+    frames = [frame async for frame in deliveries.sse(RUN_ID, last_event_id=last_event_id)]
     print(f"UI client reconnects with Last-Event-ID: {last_event_id} and receives {len(frames)} frames, e.g.:")
     for frame in frames[:2]:
         print("    " + frame.rstrip("\n").replace("\n", "\n    "))
@@ -85,7 +85,8 @@ async def main(workdir: Path) -> int:
         reference.observe(item)
     expected = [agui_to_json(e) for e in reference.snapshot()]
     received = [d.data for d in client_saw] + [f.split("data: ", 1)[1].rstrip("\n") for f in frames]
-    ids = [d.event_id for d in client_saw] + [int(f.split("\n", 1)[0].removeprefix("id: ")) for f in frames]
+    ids = [d.event_id for d in client_saw] + [
+        parse_last_event_id(f.split("\n", 1)[0].removeprefix("id: "), run_id=RUN_ID) for f in frames]
     same_projection = observer.snapshot() == reference.snapshot()
     exactly_once = ids == list(range(1, len(expected) + 1)) and received == expected
     print()

@@ -24,6 +24,7 @@ import asyncio
 import os
 import signal
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from ag_ui.core import BaseEvent
 
@@ -62,10 +63,10 @@ class DyingDeliveryLog(SqliteDeliveryLog):
         super().__init__(path, poll_interval=0.002, synchronous="NORMAL")
         self._before = before
 
-    def record(self, item: HarnessStreamEvent, events: Sequence[BaseEvent]) -> tuple[Delivery, ...]:
+    def record(self, item: HarnessStreamEvent, events: Sequence[BaseEvent], **options: Any) -> tuple[Delivery, ...]:
         if item.sequence == self._before:
             os.kill(os.getpid(), signal.SIGKILL)
-        return super().record(item, events)
+        return super().record(item, events, **options)
 
 
 async def ingest(journal: SqliteSourceJournal, items: list[HarnessStreamEvent]) -> None:

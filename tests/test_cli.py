@@ -182,17 +182,17 @@ def test_replay_of_a_malformed_line_names_the_file_and_line(tmp_path: Path) -> N
 def test_replay_of_a_line_with_an_unknown_version_names_the_file_and_line(tmp_path: Path) -> None:
     items = SourceBuilder().user("hi").completed("ok").items
     path = tmp_path / "v9.jsonl"
-    path.write_text(encode(items[0]) + "\n" + encode(items[1]).replace('"v":1', '"v":9') + "\n", encoding="utf-8")
+    path.write_text(encode(items[0]) + "\n" + encode(items[1]).replace('"v":2', '"v":9') + "\n", encoding="utf-8")
     assert_one_line_error(cli("replay", path), 1,
-                          f"{path}:2: unknown wire version 9 (this release reads version 1)")
+                          f"{path}:2: unknown wire version 9 (this release reads version 2)")
 
 
 def test_replay_of_a_file_where_no_line_decodes_names_the_first_line(tmp_path: Path) -> None:
-    path = tmp_path / "v2.jsonl"
-    path.write_text('{"v":2,"kind":"event"}\n')
+    path = tmp_path / "v3.jsonl"
+    path.write_text('{"v":3,"kind":"event"}\n')
     done = cli("replay", path)
     assert done.returncode == 1
-    assert done.stderr.strip() == f"harness-agui: {path}:1: unknown wire version 2 (this release reads version 1)"
+    assert done.stderr.strip() == f"harness-agui: {path}:1: unknown wire version 3 (this release reads version 2)"
     assert "Traceback" not in done.stderr
 
 

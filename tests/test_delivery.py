@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import sqlite3
+import threading
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,8 +22,10 @@ from harness_agui.host import (
     Delivery,
     DeliveryMismatchError,
     DeliveryOrderError,
+    ForeignEventIdError,
     ForeignRunError,
     IncompletePrefixError,
+    ProjectorConflictError,
     SequenceGapError,
     SequenceOrderError,
     SqliteDeliveryLog,
@@ -83,7 +88,7 @@ def test_every_published_event_gets_the_next_id_of_its_run(log):
 
 
 def test_event_ids_are_independent_of_source_sequences_and_of_other_runs(log):
-    first = SourceBuilder("t", "run-a").user("hello").observation("x", 1).completed("ok").items
+    first = SourceBuilder("t", "run-a").observation("hello", 0).observation("x", 1).completed("ok").items
     second = SourceBuilder("t", "run-b", first_sequence=0).completed("ok").items
     a = [d for item, events in projected(first) for d in log.record(item, events)]
     b = [d for item, events in projected(second) for d in log.record(item, events)]
@@ -151,28 +156,100 @@ def test_replay_after_a_last_event_id_gives_everything_after_it(log):
         log.record(item, events)
     everything = log.replay("run-demo")
     assert [d.event_id for d in everything] == list(range(1, len(everything) + 1))
-    assert log.replay("run-demo", after="40") == everything[40:]
+    assert log.replay("run-demo", after=everything[39].sse_id) == everything[40:]
+    assert log.replay("run-demo", after=40) == everything[40:]
     assert log.replay("run-demo", after=len(everything)) == ()
 
 
-def test_last_event_id_values_are_parsed_strictly():
-    assert parse_last_event_id(None) == 0
-    assert parse_last_event_id("") == 0
-    assert parse_last_event_id(" 17 ") == 17
-    assert parse_last_event_id(3) == 3
-    for bad in ("-1", "abc", "1.5", "١٢", -4, True, 2.0):
+def test_last_event_id_values_are_parsed_strictly(log):
+    items = SourceBuilder("t", "r").user("hi").items
+    for item, events in projected(items):
+        log.record(item, events)
+    second = log.replay("r")[1].sse_id
+    assert parse_last_event_id(None, run_id="r") == 0
+    assert parse_last_event_id("", run_id="r") == 0
+    assert parse_last_event_id(f" {second} ", run_id="r") == 2
+    assert parse_last_event_id(3, run_id="r") == 3
+    for bad in ("-1", "abc", "1.5", "١٢", "17", -4, True, 2.0):
         with pytest.raises(ValueError):
-            parse_last_event_id(bad)  # type: ignore[arg-type]
+            parse_last_event_id(bad, run_id="r")  # type: ignore[arg-type]
 
 
 def test_an_id_the_log_never_assigned_is_refused(log):
-    for item, events in projected(SourceBuilder("t", "r").user("hi").items):
+    for item, events in projected(SourceBuilder("t", "r").observation("hi", 0).items):
         log.record(item, events)
     with pytest.raises(UnknownEventIdError) as info:
         log.replay("r", after=9)
     assert (info.value.event_id, info.value.last_event_id) == (9, 2)
     with pytest.raises(UnknownEventIdError):
         asyncio.run(collect(log.follow("other-run", after=1)))
+
+
+def _id_line(frame: str) -> str:
+    head = frame.split("\n", 1)[0]
+    assert head.startswith("id: ")
+    return head.removeprefix("id: ")
+
+
+def _two_runs(log: Any) -> None:
+    for run_id in ("run-a", "run-b"):
+        b = SourceBuilder("t", run_id).user("hello").observation("x", 1).text(0, ["a", "b", "c"])
+        items = b.completed("ok").items
+        for item, events in projected(items):
+            log.record(item, events)
+
+
+def test_an_event_id_names_its_run_and_stays_a_short_valid_sse_id(log):
+    _two_runs(log)
+    a = asyncio.run(collect(log.sse("run-a")))
+    b = asyncio.run(collect(log.sse("run-b")))
+    ids_a, ids_b = [_id_line(f) for f in a], [_id_line(f) for f in b]
+    assert len(set(ids_a)) == len(ids_a) and not set(ids_a) & set(ids_b)
+    for event_id in ids_a + ids_b:
+        assert len(event_id) <= 24 and event_id.isascii() and event_id.isprintable() and " " not in event_id
+    assert [d.sse_id for d in log.replay("run-a")] == ids_a
+    assert [parse_last_event_id(i, run_id="run-a") for i in ids_a] == list(range(1, len(ids_a) + 1))
+
+
+def test_a_last_event_id_copied_from_another_run_is_refused_before_anything_is_streamed(log):
+    _two_runs(log)
+    foreign = _id_line(asyncio.run(collect(log.sse("run-b")))[2])  # in range for run-a too
+    with pytest.raises(ForeignEventIdError) as info:
+        log.replay("run-a", after=foreign)
+    assert (info.value.run_id, info.value.event_id, info.value.last_event_id) == ("run-a", foreign, None)
+    assert isinstance(info.value, UnknownEventIdError)
+    with pytest.raises(ForeignEventIdError):
+        log.follow("run-a", after=foreign)          # from the call: no response has been started yet
+    with pytest.raises(ForeignEventIdError):
+        log.sse("run-a", last_event_id=foreign)
+    with pytest.raises(ForeignEventIdError):
+        parse_last_event_id(foreign, run_id="run-a")
+
+
+@pytest.mark.parametrize("bad", ["17", " 3 ", "-1", "abc", "1.5", "١٢", "3.zzzzzzzz", "03.{tag}", "3.{tag}x",
+                                 "3.{tag}.{tag}", "3.{TAG}", "99999999999999999999.{tag}", "3:{tag}"])
+def test_a_malformed_or_bare_last_event_id_is_refused_naming_it(log, bad):
+    _two_runs(log)
+    tag = log.replay("run-a")[0].sse_id.split(".")[1]
+    bad = bad.format(tag=tag, TAG=tag.upper())
+    with pytest.raises(ForeignEventIdError, match="Last-Event-ID") as info:
+        log.replay("run-a", after=bad)
+    assert info.value.event_id == bad
+    with pytest.raises(ForeignEventIdError):
+        log.sse("run-a", last_event_id=bad)
+
+
+def test_an_int_after_is_the_logs_own_event_number_and_blank_means_from_the_start(log):
+    _two_runs(log)
+    everything = log.replay("run-a")
+    assert log.replay("run-a", after=3) == everything[3:]          # the Host's own bookkeeping
+    assert log.replay("run-a", after=everything[3].sse_id) == everything[4:]
+    assert log.replay("run-a", after=" " + everything[3].sse_id + " ") == everything[4:]
+    assert log.replay("run-a", after="") == log.replay("run-a", after=None) == everything
+    assert parse_last_event_id(None, run_id="r") == parse_last_event_id("  ", run_id="r") == 0
+    for bad in (-4, True, 2.0):
+        with pytest.raises(ValueError):
+            parse_last_event_id(bad, run_id="run-a")  # type: ignore[arg-type]
 
 
 def test_a_delivery_parses_back_to_an_equal_detached_event(log):
@@ -195,11 +272,13 @@ def test_sse_frames_carry_the_durable_ids_and_the_event_json(log):
     expected = uninterrupted(items)
     for item, events in projected(items):
         log.record(item, events)
-    frames = asyncio.run(collect(log.sse("run-demo", last_event_id="70")))
+    seventieth = log.replay("run-demo")[69]
+    frames = asyncio.run(collect(log.sse("run-demo", last_event_id=seventieth.sse_id)))
     assert len(frames) == len(expected) - 70
+    tag = seventieth.sse_id.removeprefix("70.")
     for n, frame in enumerate(frames, start=71):
         head, data, blank = frame.split("\n", 2)
-        assert head == f"id: {n}"
+        assert head == f"id: {n}.{tag}"
         assert data == f"data: {expected[n - 1]}"
         assert blank == "\n"
 
@@ -241,7 +320,7 @@ def test_a_client_reconnecting_with_its_last_id_sees_every_event_exactly_once(lo
         frames = log.replay("run-demo", after=last)
         received.extend(frames)
         if frames:
-            last = str(frames[-1].event_id)
+            last = frames[-1].sse_id
     assert [d.event_id for d in received] == list(range(1, len(received) + 1))
     assert [d.data for d in received] == uninterrupted(items)
 
@@ -344,5 +423,84 @@ def test_two_projectors_racing_on_one_run_cannot_both_deliver(journal, log):
                                     return_exceptions=True)
 
     outcomes = asyncio.run(race())
-    assert sorted(type(o).__name__ for o in outcomes) == ["DeliveryOrderError", "HarnessAguiObserver"]
+    assert sorted(type(o).__name__ for o in outcomes) == ["HarnessAguiObserver", "ProjectorConflictError"]
     assert [d.data for d in log.replay("run-demo")] == uninterrupted(items)
+
+
+def test_a_projector_that_started_while_another_was_recording_reports_the_conflict_not_a_mismatch(db, journal,
+                                                                                                    log):
+    # The slower projector reads the delivery cursor (20), and while it rebuilds the projection up to
+    # there, the first one records on to 40 and beyond. What it rebuilt is right; the log moved under it.
+    items = simulated_run()
+    for item in items:
+        journal.append(item)
+    first_at_20, second_resuming, first_at_40 = threading.Event(), threading.Event(), threading.Event()
+
+    def first_progress(delivered: tuple[Delivery, ...]) -> None:
+        cursor = log.cursor("run-demo")
+        if cursor == 20:
+            first_at_20.set()
+            assert second_resuming.wait(10)
+        if cursor == 40:
+            first_at_40.set()
+
+    def slow_identity(item: HarnessStreamEvent, event: BaseEvent) -> BaseEvent:
+        if not second_resuming.is_set():
+            second_resuming.set()
+            assert first_at_40.wait(10)
+        return event
+
+    outcome: dict[str, Any] = {}
+
+    def first() -> None:
+        with SqliteDeliveryLog(db, poll_interval=0.005, synchronous="NORMAL") as own:
+            outcome["first"] = asyncio.run(project_run("run-demo", journal, own, publish=first_progress))
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    assert first_at_20.wait(10)
+    with pytest.raises(ProjectorConflictError, match="another projector recorded events") as info:
+        asyncio.run(project_run("run-demo", journal, log, processor=slow_identity))
+    thread.join(10)
+    assert (info.value.run_id, info.value.cursor) == ("run-demo", 20) and info.value.found >= 40
+    assert outcome["first"].finished
+    everything = log.replay("run-demo")
+    assert [d.data for d in everything] == uninterrupted(items)
+    assert [d.event_id for d in everything] == list(range(1, len(everything) + 1))
+
+
+def test_projectors_racing_from_threads_either_finish_or_report_the_conflict_and_the_log_stays_whole(tmp_path):
+    items = simulated_run()
+    expected = uninterrupted(items)
+    rng = random.Random(9)
+    for trial in range(8):
+        path = tmp_path / f"race-{trial}.db"
+        with SqliteSourceJournal(path, poll_interval=0.002, synchronous="OFF") as journal:
+            for item in items[:rng.randrange(len(items))]:
+                journal.append(item)
+            outcomes: list[Any] = []
+
+            def projector(delay: float, path: Path = path, outcomes: list[Any] = outcomes) -> None:
+                time.sleep(delay)
+                with SqliteDeliveryLog(path, poll_interval=0.002, synchronous="OFF") as own:
+                    try:
+                        outcomes.append(asyncio.run(project_run("run-demo", journal, own)))
+                    except Exception as e:  # noqa: BLE001 (judged below)
+                        outcomes.append(e)
+
+            threads = [threading.Thread(target=projector, args=(rng.random() * 0.05,)) for _ in range(3)]
+            for t in threads:
+                t.start()
+            for item in items:
+                journal.append(item)
+                if rng.random() < 0.2:
+                    time.sleep(0.001)
+            for t in threads:
+                t.join(30)
+            kinds = sorted(type(o).__name__ for o in outcomes)
+            assert set(kinds) <= {"HarnessAguiObserver", "ProjectorConflictError"}, (trial, outcomes)
+            assert "HarnessAguiObserver" in kinds
+            with SqliteDeliveryLog(path) as log:
+                everything = log.replay("run-demo")
+            assert [d.data for d in everything] == expected
+            assert [d.event_id for d in everything] == list(range(1, len(expected) + 1))

@@ -23,9 +23,9 @@ def run_example(name: str) -> str:
     ("name", "expected"),
     [
         ("resume_live_tail.py", [
-            "resume rebuilt 31 events and published none",
-            "UI client reconnects with Last-Event-ID: 26",
-            "id: 27\n",
+            "resume rebuilt 33 events and published none",
+            "UI client reconnects with Last-Event-ID: 28.",
+            "id: 29.",
             "projection equals an uninterrupted run's:          True",
             "client received every event id exactly once:       True",
         ]),
@@ -39,7 +39,7 @@ def run_example(name: str) -> str:
         ("worker_takeover.py", [
             "journal holds runs ('run-worker-1', 'run-worker-2')",
             "feeding the old Run to the new observer is refused",
-            "run-worker-1: 22 events, unfinished",
+            "run-worker-1: 24 events, unfinished",
             "run-worker-2: 18 events, finished",
             "each Run projected by its own observer, old Run untouched by the new one: True",
         ]),

@@ -18,6 +18,7 @@ from ag_ui.core import (
 )
 
 from harness_agui import HarnessAguiObserver
+from harness_agui.core.source import InputEvent
 from harness_agui.debug.fold import (
     EMPTY_CONVERSATION,
     Input,
@@ -45,7 +46,7 @@ def _events(items: list[Any]) -> list[BaseEvent]:
 def test_the_demo_run_folds_into_entries_in_the_order_they_started() -> None:
     conv = fold(_events(simulated_run()))
     kinds = [type(e).__name__ for e in conv.entries]
-    assert kinds[:5] == ["RunStart", "Input", "ModelRequest", "Message", "Message"]
+    assert kinds[:5] == ["RunStart", "Message", "ModelRequest", "Message", "Message"]  # the question is a message
     assert kinds[-1] == "Outcome" and conv.outcome is conv.entries[-1]
     assert (conv.thread_id, conv.run_id) == ("thread-demo", "run-demo")
     reasoning, text = conv.entries[3], conv.entries[4]
@@ -88,7 +89,8 @@ def test_a_conversation_is_frozen_pickles_and_shares_nothing_mutable_with_its_ev
 
 def test_input_split_into_chunks_is_one_whole_entry_and_a_slice_from_the_middle_is_not_whole() -> None:
     text = " ".join(f"w{i:05d}" for i in range(3000))  # three CUSTOM chunks
-    events = _events(SourceBuilder().user(text).completed(None).items)
+    events = _events(SourceBuilder().event(InputEvent(input_id="in-1", source="context", content=text))
+                     .completed(None).items)
     (entry,) = [e for e in fold(events).entries if isinstance(e, Input)]
     assert entry.text == text and entry.whole and entry.chunk_count == 3
     (tail,) = [e for e in fold(events[2:]).entries if isinstance(e, Input)]

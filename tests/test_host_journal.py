@@ -22,6 +22,7 @@ from harness_agui.host import (
     SequenceOrderError,
     SqliteSourceJournal,
 )
+from harness_agui.host._sqlite import checksum
 from harness_agui.testing import SourceBuilder, simulated_run
 
 
@@ -237,13 +238,13 @@ def test_a_journal_reopened_from_the_same_file_reads_what_was_appended(tmp_path)
 def _v0(item: HarnessStreamEvent) -> str:
     # What a hypothetical older release wrote: version 0 called "sequence" "seq".
     line = encode(item)
-    return line.replace('"v":1', '"v":0', 1).replace('"sequence":', '"seq":', 1)
+    return line.replace('"v":2', '"v":0', 1).replace('"sequence":', '"seq":', 1)
 
 
 def _migrate_v0(data: dict[str, Any]) -> dict[str, Any]:
     data = dict(data)
     data["sequence"] = data.pop("seq")
-    data["v"] = 1
+    data["v"] = 2
     return data
 
 
@@ -251,10 +252,14 @@ def test_rows_of_an_older_wire_version_are_read_through_the_migration_hook(tmp_p
     items = observations(3)
     path = tmp_path / "old.db"
     SqliteSourceJournal(path).close()
-    with sqlite3.connect(path) as conn:
+    rows = [(i.run_id, i.sequence, i.thread_id, int(i is items[-1]), _v0(i)) for i in items[:2]]
+    head = ("run-1", "thread-1", 1, 0)
+    with sqlite3.connect(path) as conn:  # as that release wrote them, each row with its checksum
         conn.executemany(
-            "INSERT INTO harness_source_items (run_id, sequence, thread_id, terminal, line) VALUES (?, ?, ?, ?, ?)",
-            [(i.run_id, i.sequence, i.thread_id, int(i is items[-1]), _v0(i)) for i in items[:2]])
+            "INSERT INTO harness_source_items (run_id, sequence, thread_id, terminal, line, crc) "
+            "VALUES (?, ?, ?, ?, ?, ?)", [(*row, checksum(row)) for row in rows])
+        conn.execute("INSERT INTO harness_source_runs (run_id, thread_id, last_sequence, terminal, crc) "
+                     "VALUES (?, ?, ?, ?, ?)", (*head, checksum(head)))
     with SqliteSourceJournal(path) as plain:
         with pytest.raises(DecodeError, match="run 'run-1' at sequence 0: .*version 0"):
             asyncio.run(collect(plain.read_prefix("run-1", through=1)))

@@ -182,7 +182,8 @@ def test_an_undecodable_line_names_the_file_and_line(tmp_path: Path) -> None:
         list(Journal(path))
     assert (info.value.source, info.value.line) == (str(path), 3)
     assert str(info.value) == f"{path}:3: unknown payload type 'part_begin' at event (known: part_start, part_delta, " \
-        "part_end, tool_result, input, extension, observation)"
+        "part_end, final_result, tool_call, tool_result, deferred_tool_requests, enqueued_messages, input, " \
+        "capability, extension, observation, unknown)"
 
 
 def test_an_undecodable_line_of_another_run_is_still_an_error(tmp_path: Path) -> None:

@@ -78,7 +78,7 @@ def test_a_processor_returning_none_drops_the_event_from_the_output_and_the_proj
     expected = [e for e in plain.snapshot() if e.type != EventType.TEXT_MESSAGE_CONTENT]
     assert returned == expected
     assert observer.snapshot() == tuple(expected)
-    assert observer.event_count == len(expected) == plain.event_count - 2
+    assert observer.event_count == len(expected) == plain.event_count - 3  # the question and two deltas
 
 
 def test_dropping_every_event_of_an_item_returns_an_empty_tuple() -> None:
@@ -91,7 +91,7 @@ def test_dropping_every_event_of_an_item_returns_an_empty_tuple() -> None:
 def test_dropping_run_started_is_allowed_and_the_run_stays_bound() -> None:
     observer = HarnessAguiObserver(only(EventType.RUN_STARTED, lambda e: None))
     first, *rest = rich_run()
-    assert types(observer.observe(first)) == ["CUSTOM"]
+    assert types(observer.observe(first)) == ["TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"]
     assert observer.run_id == "run-1"
 
 
@@ -133,7 +133,7 @@ def test_a_processor_may_change_the_content_of_the_event_it_was_given_in_place()
 
     observer = observed(rich_run(), shout)
     text = "".join(e.delta for e in observer.snapshot() if e.type == EventType.TEXT_MESSAGE_CONTENT)
-    assert text == "LET ME COMPUTE."
+    assert text == "WHAT IS 6 X 7?LET ME COMPUTE."  # the question is a user message too
 
 
 def test_a_content_delta_emptied_by_the_processor_is_dropped() -> None:
@@ -388,3 +388,34 @@ def test_resume_from_a_prefix_through_a_processor_then_live_equals_live_througho
     tail = [e for item in items[cut:] for e in resumed.observe(item)]
     assert resumed.snapshot() == live.snapshot()
     assert tuple(tail) == live.snapshot()[len(live.snapshot()) - len(tail):]
+
+
+# -- a replacement is held to the same limits as the source (issue 13) ------------------------------
+
+def _nested(depth: int) -> Any:
+    value: Any = "bottom"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(("kind", "field", "value", "says"), [
+    (EventType.RUN_FINISHED, "result", {"deep": _nested(300)}, "nested more than 128"),
+    (EventType.RUN_FINISHED, "result", {"ok": 1, "\ud800": 2}, "lone surrogate"),
+    (EventType.RUN_FINISHED, "result", ["fine", "\udfff"], "lone surrogate"),
+    (EventType.RUN_FINISHED, "result", 10 ** 4100, "more than 4000 digits"),
+    (EventType.TEXT_MESSAGE_CONTENT, "delta", "broken \ud83d text", "lone surrogate"),
+    (EventType.TOOL_CALL_RESULT, "content", "\udc00", "lone surrogate"),
+], ids=["result-too-deep", "result-surrogate-key", "result-surrogate-value", "result-huge-int",
+        "delta-surrogate", "tool-result-surrogate"])
+def test_a_replacement_that_could_not_be_serialised_is_refused_naming_the_field(kind: EventType, field: str,
+                                                                                value: Any, says: str) -> None:
+    items = rich_run()
+    at = next(i for i, item in enumerate(items)
+              if kind in {e.type for e in observed(items[:i + 1]).snapshot()[observed(items[:i]).event_count:]})
+    processor = only(kind, lambda e: e.model_copy(update={field: value}))
+    observer = observed(items[:at], processor)
+    state, snapshot = observer.state, tuple(observer.snapshot())
+    with pytest.raises(AguiObservationError, match=f"{kind.value}.{field}.*{says}|{says}.*{kind.value}.{field}"):
+        observer.observe(items[at])
+    assert observer.state is state and observer.snapshot() == snapshot

@@ -229,15 +229,14 @@ def test_a_generated_id_already_used_in_the_run_gets_the_start_items_sequence_ap
     assert validate_agui(wire(events)).summary.errors == 0
 
 
-def test_a_parts_own_id_used_by_two_parts_of_a_run_is_an_observation_error() -> None:
-    b = SourceBuilder().text(0, ["a"], id="msg-1").text(1, ["b"], id="msg-1")
-    observer = HarnessAguiObserver()
-    for item in b.items[:3]:
-        observer.observe(item)
-    before = observer.state
-    with pytest.raises(AguiObservationError, match="msg-1"):
-        observer.observe(b.items[3])
-    assert observer.state is before
+def test_a_parts_own_id_used_by_two_parts_gets_the_second_start_items_sequence() -> None:
+    # Provider summary parts of one reasoning item share its id: the Run is
+    # not refused, and the AG-UI ids stay unique.
+    b = SourceBuilder().thinking(0, ["a"], id="rs-1").thinking(1, ["b"], id="rs-1")
+    events = project(b.items)
+    starts = [e["messageId"] for e in wire(events) if e["type"] == "REASONING_MESSAGE_START"]
+    assert starts == ["rs-1", f"rs-1:{b.items[3].sequence}"]
+    assert validate_agui(wire(project(b.completed("ab").items))).summary.errors == 0
 
 
 def test_the_request_index_comes_from_the_lifecycle_notice_not_from_counting_notices() -> None:
@@ -272,7 +271,8 @@ def test_a_thinking_signature_becomes_an_encrypted_value_of_the_message_just_bef
     ]
 
 
-def test_signature_deltas_accumulate_into_one_encrypted_value() -> None:
+def test_a_signature_delta_replaces_the_signature_and_the_last_one_is_the_encrypted_value() -> None:
+    # pydantic-ai's rule, seen in real a13n-harness Runs: deltas 'ab' then 'cd' end as signature 'cd'.
     b = SourceBuilder().part(0, ThinkingPart(content="", id="th-1"), [
         ThinkingPartDelta(content_delta="Hmm", signature_delta="ab"),
         ThinkingPartDelta(signature_delta="cd"),
@@ -281,7 +281,7 @@ def test_signature_deltas_accumulate_into_one_encrypted_value() -> None:
         [RS(), E("REASONING_MESSAGE_START", 0, messageId="th-1", role="reasoning")],
         [E("REASONING_MESSAGE_CONTENT", 1, messageId="th-1", delta="Hmm")],
         [],
-        [E("REASONING_ENCRYPTED_VALUE", 3, subtype="message", entityId="th-1", encryptedValue="abcd"),
+        [E("REASONING_ENCRYPTED_VALUE", 3, subtype="message", entityId="th-1", encryptedValue="cd"),
          E("REASONING_MESSAGE_END", 3, messageId="th-1")],
     ]
 
@@ -531,9 +531,25 @@ def test_a_second_result_for_an_answered_call_is_a_namespaced_custom() -> None:
 
 # -- inputs ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("source", ["user", "steering", "context", "recovery", "async_subagent",
-                                    "background_process"])
-def test_an_input_of_any_source_is_a_namespaced_custom_and_not_a_text_message(source: str) -> None:
+@pytest.mark.parametrize("source", ["user", "steering"])
+def test_a_user_or_steering_text_input_is_a_user_message(source: str) -> None:
+    # A client that reloads the run shows the question (and the steering) as user messages.
+    b = SourceBuilder().event(InputEvent(input_id="in-1", source=source, content="Hello there",
+                                         metadata={"lang": "en"}))
+    mid = "run-1:input-0"
+    assert per_item(b.items) == [[RS(), E("TEXT_MESSAGE_START", 0, messageId=mid, role="user"),
+                                  E("TEXT_MESSAGE_CONTENT", 0, messageId=mid, delta="Hello there"),
+                                  E("TEXT_MESSAGE_END", 0, messageId=mid)]]
+    assert validate_agui(wire(project(b.completed("ok").items))).summary.errors == 0
+
+
+def test_an_empty_user_input_is_a_user_message_without_content() -> None:
+    b = SourceBuilder().event(InputEvent(input_id="in-1", source="user", content=""))
+    assert [e["type"] for e in per_item(b.items)[0]] == ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_END"]
+
+
+@pytest.mark.parametrize("source", ["context", "recovery", "async_subagent", "background_process"])
+def test_an_input_of_another_source_is_a_namespaced_custom_and_not_a_text_message(source: str) -> None:
     b = SourceBuilder().event(InputEvent(input_id="in-1", source=source, content="Hello there",
                                          metadata={"lang": "en"}))
     assert per_item(b.items) == [[RS(), CUSTOM(f"harness.input.{source}", 0, {
@@ -544,11 +560,11 @@ def test_an_input_of_any_source_is_a_namespaced_custom_and_not_a_text_message(so
 def test_input_text_is_split_into_chunks_of_at_most_8192_characters_in_order() -> None:
     assert INPUT_CHUNK_CHARS == 8192
     text = "".join(chr(0x4E00 + i % 2000) for i in range(2 * 8192 + 5))
-    b = SourceBuilder().event(InputEvent(input_id="in-1", source="user", content=text))
+    b = SourceBuilder().event(InputEvent(input_id="in-1", source="context", content=text))
     events = per_item(b.items)[0]
-    payload = {"type": "input", "input_id": "in-1", "source": "user"}
+    payload = {"type": "input", "input_id": "in-1", "source": "context"}
     assert events == [RS()] + [
-        CUSTOM("harness.input.user", 0, {**payload, "content": text[i * 8192:(i + 1) * 8192]},
+        CUSTOM("harness.input.context", 0, {**payload, "content": text[i * 8192:(i + 1) * 8192]},
                chunk={"index": i, "count": 3})
         for i in range(3)
     ]
@@ -559,7 +575,7 @@ def test_input_text_is_split_into_chunks_of_at_most_8192_characters_in_order() -
     (0, [0]), (1, [1]), (8191, [8191]), (8192, [8192]), (8193, [8192, 1]), (3 * 8192, [8192] * 3),
 ])
 def test_input_chunk_boundaries(length: int, sizes: list[int]) -> None:
-    b = SourceBuilder().event(InputEvent(input_id="in-1", source="steering", content="x" * length))
+    b = SourceBuilder().event(InputEvent(input_id="in-1", source="recovery", content="x" * length))
     events = project(b.items)[1:]
     assert [len(e.value["payload"]["content"]) for e in events] == sizes
     assert [e.value["chunk"] for e in events] == [{"index": i, "count": len(sizes)} for i in range(len(sizes))]
@@ -674,14 +690,40 @@ def test_a_suspended_result_is_run_finished_with_one_interrupt_per_deferred_call
         "interrupts": [
             {"id": "c-1", "reason": "tool_call", "message": "Waiting for the result of ask_user", "toolCallId": "c-1",
              "metadata": {"harness": {"tool_call_id": "c-1", "tool_name": "ask_user",
-                                      "args": {"question": "Which city?"}}}},
+                                      "args": {"question": "Which city?"}, "model_call_id": "c-1"}}},
             {"id": "c-2:approval", "reason": "tool_approval", "message": "Waiting for approval of delete_file",
              "toolCallId": "c-2",
-             "metadata": {"harness": {"tool_call_id": "c-2", "tool_name": "delete_file", "args": '{"path":"/tmp/x"}'}}},
+             "metadata": {"harness": {"tool_call_id": "c-2", "tool_name": "delete_file", "args": '{"path":"/tmp/x"}',
+                                      "model_call_id": "c-2"}}},
             {"id": "c-3:approval", "reason": "tool_approval", "message": "Waiting for approval of send_mail",
-             "toolCallId": "c-3", "metadata": {"harness": {"tool_call_id": "c-3", "tool_name": "send_mail"}}},
+             "toolCallId": "c-3",
+             "metadata": {"harness": {"tool_call_id": "c-3", "tool_name": "send_mail", "model_call_id": "c-3"}}},
         ],
     })]]
+
+
+def test_a_forwarded_deferred_call_keeps_both_ids_and_its_metadata_in_the_interrupt() -> None:
+    target = ToolCallPart(tool_name="deploy", args="{}", tool_call_id="target-1")
+    model = ToolCallPart(tool_name="delegate", args="{}", tool_call_id="model-1")
+    call = DeferredToolCall(tool_call_id="target-1", tool_name="deploy", args="{}", target_identity="tool/x/deploy",
+                            target_call=target, model_call=model)
+    deferred = Deferred(approvals=(call,), metadata={"target-1": {"reason": "prod"}})
+    b = SourceBuilder().result(RunResult(status="suspended", deferred=deferred))
+    (interrupt,) = per_item(b.items)[0][-1]["outcome"]["interrupts"]
+    assert interrupt["toolCallId"] == "target-1"
+    harness = interrupt["metadata"]["harness"]
+    assert harness["model_call_id"] == "model-1"
+    assert harness["metadata"] == {"reason": "prod"}
+    assert harness["target_identity"] == "tool/x/deploy"
+
+
+def test_a_failures_details_and_retry_hint_reach_run_error_metadata() -> None:
+    result = RunResult(status="failed", failure=Failure(code="model_recovery_exhausted", message="gave up",
+                                                        details={"status_code": 503}, retry_hint="new_run"))
+    b = SourceBuilder().result(result)
+    assert per_item(b.items)[0][-1] == E("RUN_ERROR", 0, message="gave up", code="model_recovery_exhausted",
+                                         metadata={"harness": {"details": {"status_code": 503},
+                                                               "retry_hint": "new_run"}})
 
 
 def test_a_failed_result_is_run_error_with_message_and_code() -> None:
@@ -733,7 +775,7 @@ CLOSES = [
     (RunResult(status="suspended", deferred=Deferred(approvals=(DeferredToolCall(tool_call_id="c", tool_name="f"),))),
      E("RUN_FINISHED", 6, threadId=THREAD, runId=RUN, outcome={"type": "interrupt", "interrupts": [
          {"id": "c:approval", "reason": "tool_approval", "message": "Waiting for approval of f", "toolCallId": "c",
-          "metadata": {"harness": {"tool_call_id": "c", "tool_name": "f"}}}]})),
+          "metadata": {"harness": {"tool_call_id": "c", "tool_name": "f", "model_call_id": "c"}}}]})),
 ], ids=["completed", "cancelled", "failed", "suspended"])
 def test_parts_still_open_at_the_terminal_item_are_closed_in_index_order_before_the_terminal_event(
     result: RunResult, terminal: dict[str, Any]

@@ -20,7 +20,7 @@ CONSTRUCTED = [
     (ev.run_started(1, "t", "r"), {"thread_id": "t", "run_id": "r"}),
     (ev.run_finished(1, "t", "r", '{"a":1}', '{"type":"success"}', None),
      {"thread_id": "t", "run_id": "r", "result": '{"a":1}', "outcome": '{"type":"success"}', "usage": None}),
-    (ev.run_error(1, "boom", None, None), {"message": "boom", "code": None, "usage": None}),
+    (ev.run_error(1, "boom", None, None), {"message": "boom", "code": None, "usage": None, "metadata": None}),
     (ev.text_start(1, "m"), {"message_id": "m", "role": "assistant"}),
     (ev.text_content(1, "m", "Hel"), {"message_id": "m", "delta": "Hel"}),
     (ev.text_end(1, "m"), {"message_id": "m"}),
@@ -34,6 +34,12 @@ CONSTRUCTED = [
     (ev.tool_call_result(1, "c:result", "c", "ok", "{}"),
      {"message_id": "c:result", "tool_call_id": "c", "content": "ok", "role": "tool", "metadata": "{}"}),
     (ev.custom(1, "harness.x", "{}"), {"name": "harness.x", "value": "{}"}),
+    (ev.subagent_started(1, "run-c", "planner", None, "call-1"),
+     {"subagent_run_id": "run-c", "name": "planner", "parent_subagent_run_id": None, "parent_tool_call_id": "call-1"}),
+    (ev.subagent_finished(1, "run-c", '"done"', '{"type":"success"}'),
+     {"subagent_run_id": "run-c", "result": '"done"', "outcome": '{"type":"success"}'}),
+    (ev.subagent_error(1, "run-c", "failed", "failed"),
+     {"subagent_run_id": "run-c", "message": "failed", "code": "failed"}),
 ]
 
 
@@ -85,6 +91,52 @@ def test_a_record_of_the_wrong_length_is_refused_when_made() -> None:
 def test_kinds_pickle_by_name_to_the_same_object() -> None:
     for kind in ev.KINDS.values():
         assert pickle.loads(pickle.dumps(kind)) is kind
+        if kind.attributed is not None:
+            assert pickle.loads(pickle.dumps(kind.attributed)) is kind.attributed
+
+
+# -- a subagent's records ------------------------------------------------------------------
+
+ATTRIBUTABLE = [(r, f) for r, f in CONSTRUCTED if ev.kind_of(r).attributed is not None]
+
+
+def test_exactly_the_kinds_with_a_subagent_run_id_field_in_ag_ui_can_be_attributed() -> None:
+    names = {ev.event_type(r) for r, _ in ATTRIBUTABLE}
+    assert names == {
+        "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "REASONING_MESSAGE_START",
+        "REASONING_MESSAGE_CONTENT", "REASONING_MESSAGE_END", "REASONING_ENCRYPTED_VALUE", "TOOL_CALL_START",
+        "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT", "CUSTOM",
+    }
+    for record, _ in CONSTRUCTED:
+        if ev.kind_of(record).attributed is None:
+            with pytest.raises(ValueError, match="cannot be attributed"):
+                ev.attributed(record, "run-c")
+
+
+@pytest.mark.parametrize(("record", "fields"), ATTRIBUTABLE, ids=lambda x: ev.event_type(x) if type(x) is tuple else "")
+def test_an_attributed_record_is_the_same_event_with_its_subagent_run_id(record: ev.Record,
+                                                                          fields: dict[str, Any]) -> None:
+    mine = ev.attributed(record, "run-c")
+    assert ev.subagent_of(record) is None and ev.subagent_of(mine) == "run-c"
+    assert ev.event_type(mine) == ev.event_type(record)
+    assert {name: ev.field_of(mine, name) for name in fields} == fields
+    assert ev.build(mine) == ev.build(record).model_copy(update={"subagent_run_id": "run-c"})
+    assert "subagent_run_id" not in ev.build(record).model_fields_set
+    assert all(v is None or type(v) in (str, int) for v in mine)
+    assert pickle.loads(pickle.dumps(ev.RecordLog([mine]))) == ev.RecordLog([mine])
+    with pytest.raises(ValueError, match="cannot be attributed"):
+        ev.attributed(mine, "run-d")
+    if ev.kind_of(record).content is not None:
+        assert ev.subagent_of(ev.with_content(mine, "other")) == "run-c"
+
+
+def test_with_field_replaces_one_named_field() -> None:
+    record = ev.attributed(ev.tool_call_args(1, "c", "{}"), "run-c")
+    assert ev.with_field(record, "tool_call_id", "c") is record
+    renamed = ev.with_field(record, "tool_call_id", "c:run-c")
+    assert ev.field_of(renamed, "tool_call_id") == "c:run-c" and ev.subagent_of(renamed) == "run-c"
+    with pytest.raises(ValueError, match="no field"):
+        ev.with_field(record, "message_id", "x")
 
 
 # -- the record log ------------------------------------------------------------------------

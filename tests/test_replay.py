@@ -449,4 +449,4 @@ def test_open_parts_at_each_step_follow_the_parts_lifecycle() -> None:
 def test_step_is_a_value_with_a_short_repr() -> None:
     step = next(iter(steps(simulated_run())))
     assert isinstance(step, Step)
-    assert repr(step) == "Step(#0 seq 0 input -> 2 events: RUN_STARTED, CUSTOM)"
+    assert repr(step).startswith("Step(#0 seq 0 input -> 4 events: RUN_STARTED, TEXT_MESSAGE_START, ")

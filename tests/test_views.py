@@ -214,10 +214,10 @@ def test_step_html_shows_the_item_beside_the_events_it_produced() -> None:
     cells = [i for i, (tag, _) in enumerate(page.tags) if tag == "td"]
     assert len(cells) == 2
     items = [tag for tag, _ in page.tags if tag == "li"]
-    assert len(items) == len(step.events) == 2
+    assert len(items) == len(step.events) == 4  # RUN_STARTED and the question as a user message
     text = page.text
     assert '"sequence": 0' in text and '"source": "user"' in text
-    assert text.index('"sequence": 0') < text.index("RUN_STARTED") < text.index("CUSTOM")
+    assert text.index('"sequence": 0') < text.index("RUN_STARTED") < text.index("TEXT_MESSAGE_START")
     assert step._repr_html_() == step_html(step)
 
 
@@ -358,8 +358,8 @@ def test_diagnosis_text_of_an_undecodable_line_shows_the_line() -> None:
 
 def test_a_clean_diagnosis_gives_counts() -> None:
     report = diagnose(simulated_run())
-    assert repr(report) == "Diagnosis(ok: 77 items, 78 events, finished)"
-    assert diagnosis_text(report).startswith("ok: 77 items replayed into 78 AG-UI events; the run finished\n")
+    assert repr(report) == "Diagnosis(ok: 77 items, 80 events, finished)"
+    assert diagnosis_text(report).startswith("ok: 77 items replayed into 80 AG-UI events; the run finished\n")
     assert "TOOL_CALL_RESULT=3" in diagnosis_text(report)
     live = diagnose(simulated_run()[:30])
     assert "no terminal item: the run is not finished" in diagnosis_text(live)

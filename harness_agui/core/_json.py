@@ -6,7 +6,7 @@
 #
 # ``check_json`` is also where the limits of what can be emitted live, so
 # that what the source model accepts is never refused later by a serialiser
-# (issue 13: a value accepted by ``observe()`` whose AG-UI event then could
+# (a value accepted by ``observe()`` whose AG-UI event then could
 # not be written stuck a Host's delivery cursor for good). Measured with
 # ag-ui-protocol 1.0 and pydantic-core 2.50: ``model_dump_json`` and
 # ``ag_ui.encoder.EventEncoder`` give up on a CUSTOM value nested more than

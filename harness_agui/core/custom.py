@@ -60,7 +60,8 @@ def assemble_custom(events: Iterable[BaseEvent]) -> Iterator[BaseEvent]:
     the one CUSTOM event they were cut from (same name, timestamp and value).
 
     Raises ValueError for fragments that are out of order, incomplete, or
-    interleaved with another event.
+    interleaved with another event. A subagent's fragments join into its
+    CUSTOM event (same ``subagent_run_id``).
     """
     pending: list[CustomEvent] = []
     for event in events:
@@ -87,4 +88,5 @@ def _join(fragments: list[CustomEvent]) -> CustomEvent:
         if f.name != first.name or meta.get("index") != i or {k: f.value.get(k) for k in key} != key:
             raise ValueError(f"CUSTOM fragment {i} of {first.name!r} is out of order or from another item")
     value = _json.loads("".join(f.value["data"] for f in fragments))
-    return CustomEvent(name=first.name, value=value, timestamp=first.timestamp)
+    return CustomEvent(name=first.name, value=value, timestamp=first.timestamp,
+                       subagent_run_id=first.subagent_run_id)

@@ -7,15 +7,21 @@
 #     │       ├── SequenceOrderError        a repeated or decreasing sequence
 #     │       │   └── JournalConflictError  ... whose item differs from the one stored there (host)
 #     │       ├── SequenceGapError          a skipped sequence (a retention gap)
+#     │       │   └── UnknownSubagentError  ... of a subagent Run the stream never announced (core.subagents)
 #     │       ├── AfterTerminalError        an item after the terminal result
+#     │       │   └── FinishedSubagentError ... of, or naming, a subagent Run that already finished
 #     │       └── IncompletePrefixError     a prefix that stops short of its handoff cursor
 #     ├── DecodeError (also ValueError)     a wire line that does not decode (wire.codec)
 #     └── StorageError (also ValueError)    a Host-kit store refused a value; nothing was written (host.errors)
 #         ├── JournalConflictError          (see above: also a SequenceOrderError)
+#         ├── DamagedStoreError             the store's file is damaged (names the table and row)
+#         ├── ReadOnlyStoreError            a write to a store opened read-only
 #         └── DeliveryError
 #             ├── DeliveryOrderError        a delivery recorded out of source order
 #             ├── UnknownEventIdError       a Last-Event-ID the log never assigned
-#             └── DeliveryMismatchError     a rebuilt projection differs from what was delivered
+#             │   └── ForeignEventIdError   ... or not an id of this Run at all (another Run's, malformed)
+#             ├── DeliveryMismatchError     a rebuilt projection differs from what was delivered
+#             └── ProjectorConflictError    another projector recorded for the Run meanwhile
 #
 # Wrong Python types raise TypeError and bad arguments ValueError, as
 # everywhere in Python; those are not in the tree.
@@ -46,6 +52,8 @@ __all__ = [
     "SequenceGapError",
     "AfterTerminalError",
     "IncompletePrefixError",
+    "UnknownSubagentError",
+    "FinishedSubagentError",
 ]
 
 
@@ -171,3 +179,44 @@ class IncompletePrefixError(HistoryError):
 
     ``sequence`` is the last sequence the prefix held, None if it was empty.
     """
+
+
+class UnknownSubagentError(ForeignRunError):
+    """In a stream that carries subagent Runs (see ``core.subagents``): an
+    item of a Run that started as a subagent Run but was never announced in
+    the stream, an announcement that names a parent Run the stream does not
+    know, a delegation end sent by a Run that did not start that subagent, or
+    a subagent Run starting after the root Run's terminal result. (The first
+    item of another Run that does not start like a subagent Run is a plain
+    ForeignRunError, as for any reader of one Run's history.)
+
+    As for every ForeignRunError, ``run_id`` and ``thread_id`` are the root
+    Run's and ``found_run_id`` / ``found_thread_id`` the item's (``sequence``
+    is the item's, in its own Run). ``subagent_run_id`` is the subagent Run
+    concerned and ``parent_run_id`` the parent Run named, where they apply.
+    """
+
+    def __init__(self, reason: str, *, run_id: str | None, sequence: int | None,
+                 subagent_run_id: str | None = None, parent_run_id: str | None = None, **rest: Any) -> None:
+        self.subagent_run_id = subagent_run_id
+        self.parent_run_id = parent_run_id
+        super().__init__(reason, run_id=run_id, sequence=sequence, **rest)
+
+
+class FinishedSubagentError(AfterTerminalError):
+    """In a stream that carries subagent Runs: an item of a subagent Run that
+    already finished (its delegation completed or failed, or the root Run's
+    terminal result cut it off), an announcement naming a finished parent,
+    or a second end of the same delegation.
+
+    ``run_id`` and ``sequence`` are the item's (its own Run and sequence),
+    ``subagent_run_id`` the finished subagent Run, ``root_run_id`` the root
+    Run of the stream; ``terminal_sequence`` is None (a subagent Run has no
+    terminal item of its own).
+    """
+
+    def __init__(self, reason: str, *, run_id: str | None, sequence: int | None,
+                 subagent_run_id: str | None = None, root_run_id: str | None = None, **rest: Any) -> None:
+        self.subagent_run_id = subagent_run_id
+        self.root_run_id = root_run_id
+        super().__init__(reason, run_id=run_id, sequence=sequence, **rest)

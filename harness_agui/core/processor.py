@@ -5,7 +5,10 @@
 # except the kind's one content field; anything else is reported as an
 # AguiObservationError naming the event and the field. The accepted event is
 # captured back into a record at once (strings kept, JSON turned into text),
-# so nothing the processor holds on to can reach the projection later.
+# so nothing the processor holds on to can reach the projection later. A
+# replacement is held to the limits of ``_json`` that a source value is held
+# to (depth, Unicode text, integer size): what a processor answers must be
+# emittable too, or the call fails here instead of in a serialiser later.
 # Records are read and rewritten only through the accessors of ``records``.
 #
 # A content delta that the processor empties is dropped like a None answer:
@@ -20,7 +23,7 @@ from ag_ui.core import BaseEvent
 
 from . import _json
 from .errors import AguiObservationError
-from .records import RUN_FINISHED, TOOL_RESULT, Kind, Record, kind_of, with_content
+from .records import TOOL_RESULT, Kind, Record, kind_of, with_content
 
 __all__ = ["apply_processor", "capture"]
 
@@ -89,19 +92,24 @@ def capture(record: Record, event: Any, sequence: int | None = None) -> Record |
         return record
 
     content = getattr(event, kind.content)
-    if kind is RUN_FINISHED:
+    if kind.content in kind.json_fields:  # RUN_FINISHED and SUBAGENT_FINISHED: the result, any JSON
         try:
+            _json.check_json(content, f"{kind.name}.{kind.content}")  # the limits a source value is held to
             value = None if content is None else _json.dumps(content)
         except (TypeError, ValueError) as e:
-            raise AguiObservationError(f"processor gave RUN_FINISHED a result that is not JSON: {e}",
+            raise AguiObservationError(f"processor gave {kind.name} a result that is not JSON: {e}",
                                        sequence=sequence) from None
     else:
         if not isinstance(content, str):
-            allowed = "str" if kind is not TOOL_RESULT else "str (text or compact JSON)"
+            allowed = "str" if kind.name != TOOL_RESULT.name else "str (text or compact JSON)"
             raise AguiObservationError(
                 f"processor set {kind.name}.{kind.content} to {type(content).__name__}; it must be {allowed}",
                 sequence=sequence,
             )
+        try:
+            _json.check_text(content, f"processor's {kind.name}.{kind.content}")
+        except ValueError as e:
+            raise AguiObservationError(str(e), sequence=sequence) from None
         if content == "" and kind.content == "delta":
             return None
         # Keep an exact str: a subclass instance belongs to the processor.

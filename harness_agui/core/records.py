@@ -8,7 +8,17 @@
 # A record is a plain tuple ``(type, timestamp, *values)``: the AG-UI event
 # type name (``"TEXT_MESSAGE_CONTENT"``), the timestamp in epoch
 # milliseconds, then the values of the kind's ``fields`` in that order, each
-# a str, None, or JSON text. Why a tuple and not a small frozen class: a Run
+# a str, None, or JSON text.
+#
+# A subagent's event (an event of a child Run forwarded in the root Run's
+# stream, see ``subagents``) is the same event with ``subagent_run_id`` set.
+# Its record is tagged ``"<type>@subagent"`` and carries the subagent run id
+# as one more value at the end: ``attributed(record, run_id)`` makes it, and
+# ``subagent_of(record)`` reads it. The root Run's records are untouched by
+# this (same tuples, same bytes, same speed): only the kinds that have the
+# field in ``ag_ui.core`` (text, reasoning, tool calls, CUSTOM) have such an
+# attributed variant, and the SUBAGENT_* kinds carry the field as an
+# ordinary one. Why a tuple and not a small frozen class: a Run
 # keeps every record it ever emitted, about one per source item, and a tuple
 # holding only str, int and None is one object that the garbage collector
 # stops tracking after its first collection (see RecordLog), while an
@@ -53,6 +63,9 @@ from ag_ui.core import (
     RunErrorEvent,
     RunFinishedEvent,
     RunStartedEvent,
+    SubagentErrorEvent,
+    SubagentFinishedEvent,
+    SubagentStartedEvent,
     TextMessageContentEvent,
     TextMessageEndEvent,
     TextMessageStartEvent,
@@ -68,7 +81,7 @@ from . import _json
 
 __all__ = [
     "Record", "Kind", "KINDS", "kind_named", "kind_of", "event_type", "field_of", "content_of", "with_content",
-    "build", "RecordLog", "EventLog",
+    "with_field", "build", "RecordLog", "EventLog", "attributed", "subagent_of", "SUBAGENT_TAG",
 ]
 
 Record = tuple[Any, ...]
@@ -80,13 +93,18 @@ class Kind:
     (in order), which of them hold JSON text, and the one content field a
     processor may rewrite (SPEC section 6). Kinds pickle by name."""
 
-    __slots__ = ("cls", "name", "fields", "json_fields", "content", "unset",
+    __slots__ = ("cls", "name", "tag", "fields", "json_fields", "content", "unset", "attributed",
                  "_at", "_keys", "_pair", "_optional", "_json_names", "_validate")
 
     def __init__(self, cls: type[BaseEvent], fields: tuple[str, ...], *, json_fields: tuple[str, ...] = (),
-                 content: str | None = None) -> None:
+                 content: str | None = None, tag: str | None = None) -> None:
         self.cls = cls
         self.name: str = cls.model_fields["type"].default.value
+        # What a record of this kind holds first: the type name, or for the
+        # attributed variant of a kind, "<type>@subagent".
+        self.tag: str = tag or self.name
+        # The variant of this kind for a subagent's record (see attributed()).
+        self.attributed: Kind | None = None
         self.fields = fields
         self.json_fields = frozenset(json_fields)
         self.content = content
@@ -108,17 +126,17 @@ class Kind:
         self._validate = TypeAdapter(cls).validator.validate_python
 
     def __repr__(self) -> str:
-        return f"<Kind {self.name}>"
+        return f"<Kind {self.tag}>"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return kind_named, (self.name,)
+        return _kind_tagged, (self.tag,)
 
     def record(self, timestamp: int, *values: Any) -> Record:
         """A record of this kind; ``values`` in the order of ``fields``.
         Raises ValueError for the wrong number of values."""
         if len(values) != len(self.fields):
-            raise ValueError(f"a {self.name} record holds {len(self.fields)} values, not {len(values)}")
-        return (self.name, timestamp, *values)
+            raise ValueError(f"a {self.tag} record holds {len(self.fields)} values, not {len(values)}")
+        return (self.tag, timestamp, *values)
 
     def build(self, record: Record) -> BaseEvent:
         """A fresh, validated AG-UI event for a record of this kind. Raises
@@ -148,7 +166,8 @@ class Kind:
 RUN_STARTED = Kind(RunStartedEvent, ("thread_id", "run_id"))
 RUN_FINISHED = Kind(RunFinishedEvent, ("thread_id", "run_id", "result", "outcome", "usage"),
                     json_fields=("result", "outcome", "usage"), content="result")
-RUN_ERROR = Kind(RunErrorEvent, ("message", "code", "usage"), json_fields=("usage",), content="message")
+RUN_ERROR = Kind(RunErrorEvent, ("message", "code", "usage", "metadata"), json_fields=("usage", "metadata"),
+                 content="message")
 TEXT_START = Kind(TextMessageStartEvent, ("message_id", "role"))
 TEXT_CONTENT = Kind(TextMessageContentEvent, ("message_id", "delta"), content="delta")
 TEXT_END = Kind(TextMessageEndEvent, ("message_id",))
@@ -163,20 +182,48 @@ TOOL_END = Kind(ToolCallEndEvent, ("tool_call_id",))
 TOOL_RESULT = Kind(ToolCallResultEvent, ("message_id", "tool_call_id", "content", "role", "metadata"),
                    json_fields=("metadata",), content="content")
 CUSTOM = Kind(CustomEvent, ("name", "value"), json_fields=("value",))
+SUBAGENT_STARTED = Kind(SubagentStartedEvent,
+                        ("subagent_run_id", "name", "parent_subagent_run_id", "parent_tool_call_id"))
+SUBAGENT_FINISHED = Kind(SubagentFinishedEvent, ("subagent_run_id", "result", "outcome"),
+                         json_fields=("result", "outcome"), content="result")
+SUBAGENT_ERROR = Kind(SubagentErrorEvent, ("subagent_run_id", "message", "code"), content="message")
 
 KINDS: dict[str, Kind] = {
     k.name: k
     for k in (
         RUN_STARTED, RUN_FINISHED, RUN_ERROR, TEXT_START, TEXT_CONTENT, TEXT_END, REASONING_START,
         REASONING_CONTENT, REASONING_END, ENCRYPTED_VALUE, TOOL_START, TOOL_ARGS, TOOL_END, TOOL_RESULT, CUSTOM,
+        SUBAGENT_STARTED, SUBAGENT_FINISHED, SUBAGENT_ERROR,
     )
 }
 """Every kind the projection emits, by AG-UI event type name."""
+
+SUBAGENT_TAG = "@subagent"
+"""What the tag of a subagent's record adds to its type name."""
+
+
+def _attributed_variant(kind: Kind) -> Kind:
+    json_fields = tuple(name for name in kind.fields if name in kind.json_fields)
+    variant = Kind(kind.cls, (*kind.fields, "subagent_run_id"), json_fields=json_fields, content=kind.content,
+                   tag=kind.name + SUBAGENT_TAG)
+    kind.attributed = variant
+    return variant
+
+
+_BY_TAG: dict[str, Kind] = dict(KINDS)
+_BY_TAG.update(
+    (v.tag, v) for v in (_attributed_variant(k) for k in KINDS.values()
+                         if "subagent_run_id" in k.cls.model_fields and "subagent_run_id" not in k.fields)
+)
 
 
 def kind_named(name: str) -> Kind:
     """The kind of the AG-UI event type ``name``; KeyError for another name."""
     return KINDS[name]
+
+
+def _kind_tagged(tag: str) -> Kind:
+    return _BY_TAG[tag]
 
 
 # -- records, by name ----------------------------------------------------------------------
@@ -192,12 +239,13 @@ def run_finished(timestamp: int, thread_id: str, run_id: str, result: str | None
     return ("RUN_FINISHED", timestamp, thread_id, run_id, result, outcome, usage)
 
 
-def run_error(timestamp: int, message: str, code: str | None, usage: str | None) -> Record:
-    return ("RUN_ERROR", timestamp, message, code, usage)
+def run_error(timestamp: int, message: str, code: str | None, usage: str | None,
+              metadata: str | None = None) -> Record:
+    return ("RUN_ERROR", timestamp, message, code, usage, metadata)
 
 
-def text_start(timestamp: int, message_id: str) -> Record:
-    return ("TEXT_MESSAGE_START", timestamp, message_id, "assistant")
+def text_start(timestamp: int, message_id: str, role: str = "assistant") -> Record:
+    return ("TEXT_MESSAGE_START", timestamp, message_id, role)
 
 
 def text_content(timestamp: int, message_id: str, delta: str) -> Record:
@@ -245,31 +293,61 @@ def custom(timestamp: int, name: str, value: str) -> Record:
     return ("CUSTOM", timestamp, name, value)
 
 
+def subagent_started(timestamp: int, subagent_run_id: str, name: str, parent_subagent_run_id: str | None,
+                     parent_tool_call_id: str | None) -> Record:
+    return ("SUBAGENT_STARTED", timestamp, subagent_run_id, name, parent_subagent_run_id, parent_tool_call_id)
+
+
+def subagent_finished(timestamp: int, subagent_run_id: str, result: str | None, outcome: str) -> Record:
+    return ("SUBAGENT_FINISHED", timestamp, subagent_run_id, result, outcome)
+
+
+def subagent_error(timestamp: int, subagent_run_id: str, message: str, code: str | None) -> Record:
+    return ("SUBAGENT_ERROR", timestamp, subagent_run_id, message, code)
+
+
+def attributed(record: Record, subagent_run_id: str) -> Record:
+    """The record of the same event with ``subagent_run_id`` set (a subagent's
+    event). Raises ValueError for a kind that cannot carry it (the RUN_*
+    kinds), or that carries it as an ordinary field (the SUBAGENT_* kinds),
+    or a record that is already attributed."""
+    variant = _BY_TAG[record[0]].attributed
+    if variant is None:
+        raise ValueError(f"a {record[0]} record cannot be attributed to a subagent")
+    return (variant.tag, *record[1:], subagent_run_id)
+
+
+def subagent_of(record: Record) -> str | None:
+    """The subagent run id of a record (None for the root Run's events)."""
+    kind = _BY_TAG[record[0]]
+    at = kind._at.get("subagent_run_id")
+    return None if at is None else record[at]
+
+
 # -- reading records -------------------------------------------------------------------------
 
 def kind_of(record: Record) -> Kind:
-    """The kind of a record."""
-    return KINDS[record[0]]
+    """The kind of a record (the attributed variant for a subagent's record)."""
+    return _BY_TAG[record[0]]
 
 
 def event_type(record: Record) -> str:
     """The AG-UI event type name of a record (``"TEXT_MESSAGE_CONTENT"``)."""
-    name: str = record[0]
-    return name
+    return _BY_TAG[record[0]].name
 
 
 def field_of(record: Record, name: str) -> Any:
     """The stored value of field ``name`` (or ``"timestamp"``) of a record:
     str, None, or JSON text for the kind's JSON fields. None when the
     record's kind has no such field."""
-    at = KINDS[record[0]]._at.get(name)
+    at = _BY_TAG[record[0]]._at.get(name)
     return None if at is None else record[at]
 
 
 def content_of(record: Record) -> Any:
     """The stored value of the record's content field (the one a processor
     may change). Raises ValueError for a kind without one."""
-    kind = KINDS[record[0]]
+    kind = _BY_TAG[record[0]]
     if kind.content is None:
         raise ValueError(f"a {kind.name} record has no content field")
     return record[kind._at[kind.content]]
@@ -278,7 +356,7 @@ def content_of(record: Record) -> Any:
 def with_content(record: Record, value: Any) -> Record:
     """The record with its content field set to ``value`` (the same record
     when the value is equal). Raises ValueError for a kind without one."""
-    kind = KINDS[record[0]]
+    kind = _BY_TAG[record[0]]
     if kind.content is None:
         raise ValueError(f"a {kind.name} record has no content field")
     at = kind._at[kind.content]
@@ -287,9 +365,21 @@ def with_content(record: Record, value: Any) -> Record:
     return record[:at] + (value,) + record[at + 1:]
 
 
+def with_field(record: Record, name: str, value: Any) -> Record:
+    """The record with field ``name`` set to ``value`` (the same record when
+    the value is equal). Raises ValueError for a field the kind lacks."""
+    kind = _BY_TAG[record[0]]
+    at = kind._at.get(name)
+    if at is None or name == "timestamp":
+        raise ValueError(f"a {kind.tag} record has no field {name!r}")
+    if record[at] == value:
+        return record
+    return record[:at] + (value,) + record[at + 1:]
+
+
 def build(record: Record) -> BaseEvent:
     """A fresh AG-UI event for a record (see ``Kind.build``)."""
-    kind = KINDS[record[0]]
+    kind = _BY_TAG[record[0]]
     pair = kind._pair
     if pair is not None:  # Kind.build's first case, one call less on the hot path
         return kind._validate({"timestamp": record[1], pair[0]: record[2], pair[1]: record[3]})
@@ -474,7 +564,7 @@ class EventLog(Sequence[BaseEvent]):
         records = self._records
         # A RecordLog chunk by chunk: one generator level less per event.
         pieces = records._pieces() if type(records) is RecordLog else (records,)
-        kinds = KINDS
+        kinds = _BY_TAG
         for piece in pieces:
             for record in piece:
                 # build(), written out: this loop is all a snapshot read costs.

@@ -29,9 +29,17 @@
 # started (or already answered) it becomes a CUSTOM event, since AG-UI has no
 # valid way to answer an unknown call; for a call whose part is still open
 # it is an error (the Harness runs tools only after the model response).
+#
+# Subagents: the first item binds the root Run; an item of another run id is
+# an item of a delegated child Run. ``step`` runs the plain path below until
+# the first such item, and from then on (``state.delegation`` set) hands every
+# item to ``core.subagents``, which converts each Run's items with this very
+# conversion (``_PerRun``) on that Run's own per-Run state and appends the
+# child's records, attributed with its ``subagent_run_id``, to the one log.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -41,21 +49,32 @@ from pyrsistent import PMap
 
 from . import _json
 from . import records as ev
+from . import subagents as _subagents
 from .custom import CUSTOM_FRAGMENT_CHARS, CUSTOM_MAX_CHARS, custom_records
-from .errors import AguiObservationError
+from .errors import AguiObservationError, ForeignRunError
+from .history import HistoryCursor
 from .history import advance as advance_history
-from .jsonform import deferred_call_to_json, payload_to_json
+from .jsonform import content_to_json, deferred_call_to_json, payload_to_json
 from .processor import apply_processor
 from .records import Record
 from .source import (
     MAX_JSON_INT,
+    BinaryContent,
+    BuiltinToolReturnPart,
+    CapabilityEvent,
+    ContentList,
+    DeferredToolCall,
+    DeferredToolRequestsEvent,
+    EnqueuedMessagesEvent,
     ExtensionEvent,
+    FilePart,
+    FinalResultEvent,
     HarnessEvent,
     HarnessRunResultEvent,
     HarnessStreamEvent,
     InputEvent,
+    MediaContent,
     ObservationEvent,
-    Part,
     PartDeltaEvent,
     PartEndEvent,
     PartStartEvent,
@@ -64,9 +83,13 @@ from .source import (
     TextPartDelta,
     ThinkingPart,
     ThinkingPartDelta,
+    ToolCallEvent,
     ToolCallPart,
     ToolCallPartDelta,
     ToolResultEvent,
+    UnknownDelta,
+    UnknownEvent,
+    UnknownPart,
 )
 from .state import OpenPart, PartKind, ProjectionState, find_part
 
@@ -81,6 +104,17 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MS = timedelta(milliseconds=1)
 _KIND_OF_PART: dict[type, PartKind] = {TextPart: "text", ThinkingPart: "thinking", ToolCallPart: "tool_call"}
 _KIND_OF_DELTA = {TextPartDelta: "text", ThinkingPartDelta: "thinking", ToolCallPartDelta: "tool_call"}
+_Streamed = TextPart | ThinkingPart | ToolCallPart  # the parts that stream: a start, deltas, an end
+# Until their projection rules exist, the other payloads and parts become CUSTOM events of these names.
+_PART_NAMES: dict[type, str] = {BuiltinToolReturnPart: "builtin_tool_return", FilePart: "file"}
+_PAYLOAD_NAMES: dict[type, str] = {FinalResultEvent: "final_result",
+                                   DeferredToolRequestsEvent: "deferred_tool_requests",
+                                   EnqueuedMessagesEvent: "enqueued_messages"}
+
+
+def _unknown_kind(part: Any) -> str:
+    assert isinstance(part, UnknownPart)
+    return f"part.{part.part_kind}"
 
 
 def reduce(
@@ -94,7 +128,11 @@ def reduce(
     Raises TypeError for an item that is not a Harness stream item; a
     ``HistoryError`` (ForeignRunError, AfterTerminalError, SequenceOrderError,
     SequenceGapError; see ``core.history`` for the policy: a Run's items are
-    numbered contiguously from 0) for an item out of the Run's order; and
+    numbered contiguously from 0) for an item out of the Run's order, and in a
+    stream that carries subagent Runs (``core.subagents``), the same per Run,
+    UnknownSubagentError (a ForeignRunError) for an item of a Run the stream
+    never announced and FinishedSubagentError (an AfterTerminalError) for an
+    item of, or naming, a subagent Run that already finished; and
     AguiObservationError for an item the projection does not allow or a
     processor that breaks its contract; exceptions from the processor itself
     propagate. In every case no new state exists.
@@ -115,7 +153,14 @@ def step(state: ProjectionState, item: HarnessStreamEvent,
     hot path: no slicing of the accumulated records)."""
     if not isinstance(item, (HarnessEvent, HarnessRunResultEvent)):
         raise TypeError(f"expected HarnessEvent or HarnessRunResultEvent, not {type(item).__name__}")
-    history = advance_history(state.history, item)  # the order of the Run's history: raises HistoryError
+    if state.delegation is not None:  # the stream has carried a subagent Run: see core/subagents.py
+        return _subagents.step(state, item, processor, _PER_RUN)
+    try:
+        history = advance_history(state.history, item)  # the order of the Run's history: raises HistoryError
+    except ForeignRunError:
+        if item.run_id == state.history.run_id:
+            raise
+        return _subagents.step(state, item, processor, _PER_RUN)  # another Run: a subagent's first item
     records: list[Record] = []
     parts: tuple[OpenPart, ...]
     ts = (item.occurred_at - _EPOCH) // _MS
@@ -130,7 +175,7 @@ def step(state: ProjectionState, item: HarnessStreamEvent,
     else:
         payload = item.event
         parts, calls, request, parent = _project(state, item, ts, records)
-        if isinstance(payload, PartStartEvent) and not isinstance(payload.part, ToolCallPart):
+        if isinstance(payload, PartStartEvent) and isinstance(payload.part, (TextPart, ThinkingPart)):
             started = find_part(parts, payload.index)
             assert started is not None
             message_ids = message_ids.add(started.message_id)
@@ -143,6 +188,42 @@ def step(state: ProjectionState, item: HarnessStreamEvent,
     ), records
 
 
+class _PerRun:
+    """The per-Run conversion of this module, as ``core.subagents`` runs it on
+    each Run (root and children) of a stream that carries subagent Runs.
+    ``convert`` is step()'s non-terminal branch and ``close`` + ``terminal``
+    its terminal one: a change to either must be made in both."""
+
+    @staticmethod
+    def timestamp(item: HarnessStreamEvent) -> int:
+        return (item.occurred_at - _EPOCH) // _MS
+
+    @staticmethod
+    def convert(run: ProjectionState, history: HistoryCursor, item: HarnessEvent, ts: int,
+                out: list[Record]) -> ProjectionState:
+        payload = item.event
+        parts, calls, request, parent = _project(run, item, ts, out)
+        message_ids = run.message_ids
+        if isinstance(payload, PartStartEvent) and isinstance(payload.part, (TextPart, ThinkingPart)):
+            started = find_part(parts, payload.index)
+            assert started is not None
+            message_ids = message_ids.add(started.message_id)
+        return ProjectionState.of(history, request, parent, parts, calls, message_ids, run.events, run.delegation)
+
+    @staticmethod
+    def close(run: ProjectionState, ts: int, out: list[Record]) -> ProjectionState:
+        calls = _close_all(run, ts, out)
+        return ProjectionState.of(run.history, run.request_index, None, (), calls, run.message_ids, run.events,
+                                  run.delegation)
+
+    @staticmethod
+    def terminal(item: HarnessRunResultEvent, ts: int) -> list[Record]:
+        return _terminal(item, ts)
+
+
+_PER_RUN = _PerRun()
+
+
 # What a non-terminal item leaves open: (parts, calls, request index, parent message id).
 _Progress = tuple[tuple[OpenPart, ...], PMap, "int | None", "str | None"]
 
@@ -152,10 +233,13 @@ def _project(state: ProjectionState, item: HarnessEvent, ts: int, out: list[Reco
     (parts, calls, request index, parent message id)."""
     parts, calls, request, parent = state.parts, state.calls, state.request_index, state.parent_message_id
     payload = item.event
-    if type(payload) is PartDeltaEvent:  # the token-by-token hot path, before the general dispatch
+    if type(payload) is PartDeltaEvent and type(payload.delta) is not UnknownDelta:  # the token-by-token hot path
         index, delta = payload.index, payload.delta
         # Usually exactly one part is open and streaming: skip the search.
         part = parts[0] if len(parts) == 1 and parts[0].index == index else _open_part(parts, index, item)
+        if part.retired:  # a late delta of a part a new model request closed
+            out.extend(_custom(item, ts, "harness.part_delta"))
+            return parts, calls, request, parent
         kind = _KIND_OF_DELTA[type(delta)]
         if kind != part.kind:
             raise AguiObservationError(
@@ -164,17 +248,32 @@ def _project(state: ProjectionState, item: HarnessEvent, ts: int, out: list[Reco
         part = _delta(part, delta, ts, parent, out, item.sequence)
         return _replace(parts, part), calls, request, parent
     match payload:
+        case PartStartEvent(part=source_part) | PartEndEvent(part=source_part) if (
+                type(source_part) not in _KIND_OF_PART):
+            # A start-only part (builtin tool return, file) or a part kind this release does not model.
+            out.extend(_custom(item, ts, f"harness.{_PART_NAMES.get(type(source_part)) or _unknown_kind(source_part)}"))
+            return parts, calls, request, parent
+
+        case PartDeltaEvent(delta=UnknownDelta(part_delta_kind=kind)):
+            out.extend(_custom(item, ts, f"harness.part_delta.{kind}"))
+            return parts, calls, request, parent
+
         case PartStartEvent(index=index, part=source_part):
-            if (open_ := find_part(parts, index)) is not None:
+            if (open_ := find_part(parts, index)) is not None and not open_.retired:
                 raise AguiObservationError(
                     f"part {index} started again before its {open_.kind} part ended", sequence=item.sequence
                 )
             kind = _KIND_OF_PART[type(source_part)]
+            assert isinstance(source_part, (TextPart, ThinkingPart, ToolCallPart))  # the case above took the others
             part, calls, parent = _start(state, index, kind, source_part, item, ts, calls, parent, out)
             return _replace(parts, part), calls, request, parent
 
         case PartEndEvent(index=index, part=final):
             part = _open_part(parts, index, item)
+            if part.retired:  # the late end of a part a new model request closed: its message is over
+                out.extend(_custom(item, ts, "harness.part_end"))
+                return tuple(p for p in parts if p.index != index), calls, request, parent
+            assert isinstance(final, (TextPart, ThinkingPart, ToolCallPart))  # the first case took the others
             _check_same_part(part, final, item.sequence)
             calls = _close(part, final, ts, parent, calls, out)
             return tuple(p for p in parts if p.index != index), calls, request, parent
@@ -192,7 +291,9 @@ def _project(state: ProjectionState, item: HarnessEvent, ts: int, out: list[Reco
             return parts, calls, request, parent
 
         case InputEvent(source=source, content=content):
-            if isinstance(content, str):
+            if isinstance(content, str) and source in _MESSAGE_SOURCES:
+                out.extend(_user_message(item, content, ts))
+            elif isinstance(content, str):
                 out.extend(_input_chunks(item, payload, ts))
             else:
                 out.extend(_custom(item, ts, f"harness.input.{source}"))
@@ -206,12 +307,28 @@ def _project(state: ProjectionState, item: HarnessEvent, ts: int, out: list[Reco
                         f"model request {started} started after model request {request}", sequence=item.sequence
                     )
                 calls = _close_all(state, ts, out)
-                parts, request, parent = (), started, None
+                parts, request, parent = _retire(parts), started, None
             out.extend(_custom(item, ts, f"harness.extension.{kind}"))
             return parts, calls, request, parent
 
         case ObservationEvent():
             out.extend(_custom(item, ts, "harness.observation"))
+            return parts, calls, request, parent
+
+        case ToolCallEvent(output=output):
+            out.extend(_custom(item, ts, "harness.output_tool_call" if output else "harness.function_tool_call"))
+            return parts, calls, request, parent
+
+        case FinalResultEvent() | DeferredToolRequestsEvent() | EnqueuedMessagesEvent():
+            out.extend(_custom(item, ts, f"harness.{_PAYLOAD_NAMES[type(payload)]}"))
+            return parts, calls, request, parent
+
+        case CapabilityEvent(kind=kind):
+            out.extend(_custom(item, ts, f"harness.capability.{kind}"))
+            return parts, calls, request, parent
+
+        case UnknownEvent(event_kind=kind):
+            out.extend(_custom(item, ts, f"harness.{kind}"))
             return parts, calls, request, parent
 
     raise TypeError(f"not a Harness payload: {type(payload).__name__}")  # unreachable: validated by HarnessEvent
@@ -244,16 +361,16 @@ def _message_id(state: ProjectionState, item: HarnessEvent, index: int, kind: st
     """The AG-UI id of a text or reasoning message. A generated id that an
     earlier part already used (a Harness that sent no model-request notice
     between two responses) gets the start item's sequence appended, so ids
-    stay unique and replay-stable; a part's own id used twice is an error."""
+    stay unique and replay-stable; so does a part's own id used twice (the
+    summary parts of one provider reasoning item share it)."""
     if own is not None:
-        if own in state.message_ids:
-            raise AguiObservationError(f"part id {own!r} is used by two parts of this run", sequence=item.sequence)
-        return own
+        # Provider summary parts share one reasoning id, so an own id can recur.
+        return own if own not in state.message_ids else f"{own}:{item.sequence}"
     generated = f"{item.run_id}:request-{state.request_index or 0}:part-{index}:{kind}"
     return generated if generated not in state.message_ids else f"{generated}:{item.sequence}"
 
 
-def _start(state: ProjectionState, index: int, kind: PartKind, source: Part, item: HarnessEvent, ts: int,
+def _start(state: ProjectionState, index: int, kind: PartKind, source: _Streamed, item: HarnessEvent, ts: int,
            calls: PMap, parent: str | None, out: list[Record]) -> tuple[OpenPart, PMap, str | None]:
     if isinstance(source, ToolCallPart):
         call_id = source.tool_call_id
@@ -314,8 +431,9 @@ def _delta(part: OpenPart, delta: Any, ts: int, parent: str | None, out: list[Re
         if thought:
             out.append(ev.reasoning_content(ts, mid, thought))
         if signature:
-            return _evolve(part, streamed=part.streamed + len(thought or ""),
-                           signature=(part.signature or "") + signature)
+            # A signature delta replaces the signature (pydantic-ai's rule; a
+            # real Run streams 'sig-part1' then '-part2' and ends with '-part2').
+            return _evolve(part, streamed=part.streamed + len(thought or ""), signature=signature)
         if not thought:
             return part
         return OpenPart(part.index, "thinking", mid, part.part_id, part.streamed + len(thought),
@@ -349,7 +467,7 @@ def _delta(part: OpenPart, delta: Any, ts: int, parent: str | None, out: list[Re
     return part
 
 
-def _check_same_part(part: OpenPart, final: Part, seq: int) -> None:
+def _check_same_part(part: OpenPart, final: _Streamed, seq: int) -> None:
     kind = _KIND_OF_PART[type(final)]
     if kind != part.kind:
         raise AguiObservationError(f"part {part.index} changed kind from {part.kind} to {kind} before its end",
@@ -375,7 +493,7 @@ def _check_same_part(part: OpenPart, final: Part, seq: int) -> None:
         )
 
 
-def _close(part: OpenPart, final: Part | None, ts: int, parent: str | None, calls: PMap,
+def _close(part: OpenPart, final: _Streamed | None, ts: int, parent: str | None, calls: PMap,
            out: list[Record]) -> PMap:
     """Emit the end of ``part``: what ``final`` holds beyond what was streamed,
     then the END event(s). Returns the updated call statuses."""
@@ -414,8 +532,18 @@ def _close(part: OpenPart, final: Part | None, ts: int, parent: str | None, call
 def _close_all(state: ProjectionState, ts: int, out: list[Record]) -> PMap:
     calls = state.calls
     for part in state.parts:
-        calls = _close(part, None, ts, state.parent_message_id, calls, out)
+        if not part.retired:
+            calls = _close(part, None, ts, state.parent_message_id, calls, out)
     return calls
+
+
+def _retire(parts: tuple[OpenPart, ...]) -> tuple[OpenPart, ...]:
+    """The parts a new model request leaves behind, after ``_close_all`` ended
+    their messages: kept as retired, so a late PartEnd (or delta) for one is
+    taken as a CUSTOM event instead of refused; a new part at the same index
+    replaces it. A preempted or failed request never ends its parts in real
+    Runs; this is for a Harness that does."""
+    return tuple(p if p.retired else _evolve(p, retired=True) for p in parts)
 
 
 # -- other payloads ------------------------------------------------------------------
@@ -429,9 +557,49 @@ def _model_request_started(payload: ExtensionEvent) -> int | None:
 
 
 def _tool_result(payload: ToolResultEvent, ts: int) -> Record:
-    content = payload.content if isinstance(payload.content, str) else _json.dumps(payload.content)
-    meta = _json.dumps({"harness": {"outcome": payload.outcome, "tool_name": payload.tool_name}})
-    return ev.tool_call_result(ts, f"{payload.tool_call_id}:result", payload.tool_call_id, content, meta)
+    content = payload.content
+    harness: dict[str, Any] = {"outcome": payload.outcome, "tool_name": payload.tool_name}
+    if payload.retry is not None:
+        retry = payload.retry
+        harness["retry"] = {k: v for k, v in (("cause", retry.cause), ("attempt", retry.attempt),
+                                              ("max_retries", retry.max_retries)) if v is not None}
+    if isinstance(content, (BinaryContent, MediaContent, ContentList)):
+        harness["content"] = _content_parts(content)
+    text = content if isinstance(content, str) else _json.dumps(content_to_json(content, binary_data=False))
+    meta = _json.dumps({"harness": harness})
+    return ev.tool_call_result(ts, f"{payload.tool_call_id}:result", payload.tool_call_id, text, meta)
+
+
+_PART_OF_MEDIA = {"image": "image", "audio": "audio", "video": "video"}
+
+
+def _content_parts(content: BinaryContent | MediaContent | ContentList) -> list[dict[str, Any]]:
+    """Multimodal tool content as AG-UI content parts (text, image, audio,
+    video, document), binaries as base64 data sources. AG-UI allows them as
+    TOOL_CALL_RESULT content, but validators flag an array there, so the
+    result's content is text and these parts travel in its metadata."""
+    items = content.items if isinstance(content, ContentList) else (content,)
+    parts: list[dict[str, Any]] = []
+    for item in items:
+        if isinstance(item, BinaryContent):
+            kind = _PART_OF_MEDIA.get(item.media_type.split("/", 1)[0], "document")
+            source = {"type": "data", "value": base64.b64encode(item.data).decode("ascii"),
+                      "mimeType": item.media_type}
+            parts.append({"type": kind, "source": source})
+        elif isinstance(item, MediaContent):
+            url = item.data.get("url")
+            kind = _PART_OF_MEDIA.get(item.kind.split("-", 1)[0], "document")
+            if isinstance(url, str):
+                source = {"type": "url", "value": url}
+                media_type = item.data.get("media_type")
+                if isinstance(media_type, str):
+                    source["mimeType"] = media_type
+                parts.append({"type": kind, "source": source})
+            else:
+                parts.append({"type": "text", "text": _json.dumps(content_to_json(item, binary_data=False))})
+        else:
+            parts.append({"type": "text", "text": item if isinstance(item, str) else _json.dumps(item)})
+    return parts
 
 
 def _correlation(item: HarnessStreamEvent) -> dict[str, Any]:
@@ -446,10 +614,26 @@ def _correlation(item: HarnessStreamEvent) -> dict[str, Any]:
 def _custom(item: HarnessEvent, ts: int, name: str, payload: dict[str, Any] | None = None,
             chunk: dict[str, int] | None = None) -> list[Record]:
     value = _correlation(item)
-    value["payload"] = payload if payload is not None else payload_to_json(item.event)
+    value["payload"] = payload if payload is not None else payload_to_json(item.event, binary_data=False)
     if chunk is not None:
         value["chunk"] = chunk
     return custom_records(ts, name, value, _correlation(item))
+
+
+_MESSAGE_SOURCES = frozenset(("user", "steering"))
+"""Input sources whose text becomes an AG-UI user message (others stay CUSTOM)."""
+
+
+def _user_message(item: HarnessEvent, text: str, ts: int) -> list[Record]:
+    """A user or steering text input as an AG-UI user message, so a client
+    that reloads shows the question. Its id is ``<run_id>:input-<sequence>``:
+    unique in the Run and across Runs, and the same on every replay."""
+    message_id = f"{item.run_id}:input-{item.sequence}"
+    out = [ev.text_start(ts, message_id, "user")]
+    if text:
+        out.append(ev.text_content(ts, message_id, text))
+    out.append(ev.text_end(ts, message_id))
+    return out
 
 
 def _input_chunks(item: HarnessEvent, payload: InputEvent, ts: int) -> list[Record]:
@@ -457,7 +641,7 @@ def _input_chunks(item: HarnessEvent, payload: InputEvent, ts: int) -> list[Reco
     assert isinstance(text, str)
     chunks = [text[i:i + INPUT_CHUNK_CHARS] for i in range(0, len(text), INPUT_CHUNK_CHARS)] or [""]
     name = f"harness.input.{payload.source}"
-    base = payload_to_json(payload)
+    base = payload_to_json(payload, binary_data=False)
     out: list[Record] = []
     for i, chunk in enumerate(chunks):
         body = dict(base, content=chunk)
@@ -494,8 +678,20 @@ def _interrupts(result: RunResult) -> list[dict[str, Any]]:
                 "reason": reason,
                 "message": f"Waiting for {verb} {call.tool_name}",
                 "toolCallId": call.tool_call_id,
-                "metadata": {"harness": deferred_call_to_json(call)},
+                "metadata": {"harness": _deferred_metadata(call, result.deferred.metadata)},
             })
+    return out
+
+
+def _deferred_metadata(call: DeferredToolCall, metadata: dict[str, Any] | None) -> dict[str, Any]:
+    """What an interrupt tells about its call: the call as JSON, both ids (the
+    call to answer and the call the model made, which differ for a forwarded
+    call) and the Harness's metadata for it."""
+    out = deferred_call_to_json(call)
+    out["model_call_id"] = call.model_call_id
+    extra = (metadata or {}).get(call.tool_call_id)
+    if extra is not None:
+        out["metadata"] = extra
     return out
 
 
@@ -504,8 +700,11 @@ def _terminal(item: HarnessRunResultEvent, ts: int) -> list[Record]:
     usage = _usage(result)
     status = result.status
     if status == "failed":
-        assert result.failure is not None
-        return [ev.run_error(ts, result.failure.message, result.failure.code, usage)]
+        failure = result.failure
+        assert failure is not None
+        extra = {k: v for k, v in (("details", failure.details), ("retry_hint", failure.retry_hint)) if v is not None}
+        meta = _json.dumps({"harness": extra}) if extra else None
+        return [ev.run_error(ts, failure.message, failure.code, usage, meta)]
     output = None
     if status == "completed":
         outcome: dict[str, Any] = {"type": "success"}

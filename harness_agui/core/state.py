@@ -17,13 +17,20 @@
 # object.__setattr__ per field). Old states are garbage at once, so the
 # larger instances cost nothing that lasts.
 #
+# A stream that carries subagent Runs (children forwarded into the root Run's
+# stream, see ``subagents``) also holds a ``Delegation``: one
+# ``SubagentState`` per child Run (its own per-run projection, a
+# ProjectionState whose ``events`` stay empty, plus its link to its parent and
+# its status) and the owners of every AG-UI id published in the stream. A
+# Run that never delegated keeps ``delegation`` None and pays nothing for it.
+#
 # Nothing in here is mutable. Every transition in ``reduce`` builds new values
 # and leaves the old ones intact, so any earlier state can be kept, compared
 # (``is`` for "nothing changed") and resumed from.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 import attrs
 from pyrsistent import PMap, PSet, pmap, pset
@@ -31,10 +38,14 @@ from pyrsistent import PMap, PSet, pmap, pset
 from .history import INITIAL_CURSOR, HistoryCursor
 from .records import EventLog, RecordLog
 
-__all__ = ["OpenPart", "ProjectionState", "INITIAL_STATE", "CallStatus", "PartKind"]
+__all__ = [
+    "OpenPart", "ProjectionState", "INITIAL_STATE", "CallStatus", "PartKind", "SubagentState", "SubagentStatus",
+    "Delegation",
+]
 
 PartKind = Literal["text", "thinking", "tool_call"]
 CallStatus = Literal["open", "ended", "answered"]
+SubagentStatus = Literal["pending", "running", "completed", "failed", "cut_off"]
 
 
 @attrs.frozen(repr=False, slots=False)
@@ -46,7 +57,9 @@ class OpenPart:
     a tool call whose name is not yet known holds its args text in
     ``pending`` and has ``started`` false; a tool call streaming its args as
     JSON objects holds their merge, as compact JSON text, in
-    ``object_args_json``.
+    ``object_args_json``. A part that a new model request closed before its
+    end (its END events are out) stays ``retired`` until a new part takes its
+    index, so a late end of it is recognised.
     """
 
     index: int
@@ -59,6 +72,7 @@ class OpenPart:
     pending: str = ""
     object_args_json: str | None = None
     signature: str | None = None
+    retired: bool = False
 
     def __repr__(self) -> str:
         extra = "" if self.started else f", pending={len(self.pending)} chars"
@@ -89,6 +103,13 @@ class ProjectionState:
     calls: PMap[str, CallStatus] = pmap()
     message_ids: PSet[str] = pset()
     events: RecordLog = RecordLog()
+    delegation: Delegation | None = None
+
+    @property
+    def subagents(self) -> PMap[str, SubagentState]:
+        """Every subagent Run seen in the stream, by run id (empty for a Run
+        that never delegated)."""
+        return _NO_SUBAGENTS if self.delegation is None else self.delegation.runs
 
     @property
     def thread_id(self) -> str | None:
@@ -119,36 +140,137 @@ class ProjectionState:
         return EventLog(self.events)
 
     def part(self, index: int) -> OpenPart | None:
-        """The open part at ``index``, if any."""
-        return find_part(self.parts, index)
+        """The open part at ``index``, if any (a retired part is not open)."""
+        part = find_part(self.parts, index)
+        return part if part is not None and not part.retired else None
+
+    @property
+    def open_parts(self) -> tuple[OpenPart, ...]:
+        """The parts still open, in index order (without retired ones)."""
+        return tuple(p for p in self.parts if not p.retired)
 
     @classmethod
     def of(cls, history: HistoryCursor, request_index: int | None, parent_message_id: str | None,
            parts: tuple[OpenPart, ...], calls: PMap[str, CallStatus], message_ids: PSet[str],
-           events: RecordLog) -> ProjectionState:
+           events: RecordLog, delegation: Delegation | None = None) -> ProjectionState:
         """``ProjectionState(...)`` with every field given, for the reducer's
         hot path: it fills the instance dict the way attrs' generated
         ``__init__`` does, without that method's per-call set-up (the class has
         no validators or converters to skip). tests/test_state_pickle.py checks
         that both ways build equal values."""
         state = _new(cls)
-        state.__dict__.update(history=history, request_index=request_index, parent_message_id=parent_message_id,
-                              parts=parts, calls=calls, message_ids=message_ids, events=events)
+        # One store per field, in field order: cheaper than building a keyword dict for update().
+        fields = state.__dict__
+        fields["history"] = history
+        fields["request_index"] = request_index
+        fields["parent_message_id"] = parent_message_id
+        fields["parts"] = parts
+        fields["calls"] = calls
+        fields["message_ids"] = message_ids
+        fields["events"] = events
+        fields["delegation"] = delegation
         return state
 
     def __repr__(self) -> str:
         if self.run_id is None:
             return "ProjectionState(fresh)"
         status = "finished" if self.finished else "live"
-        parts = ", ".join(f"{p.index}:{p.kind}" for p in self.parts) or "none"
+        parts = ", ".join(f"{p.index}:{p.kind}" for p in self.open_parts) or "none"
+        subagents = "" if self.delegation is None else f", subagents={len(self.delegation.runs)}"
         return (
             f"ProjectionState(run={self.run_id!r} {status}, last_sequence={self.last_sequence}, "
-            f"request={self.request_index}, open parts={parts}, calls={len(self.calls)}, "
+            f"request={self.request_index}, open parts={parts}, calls={len(self.calls)}{subagents}, "
             f"events={len(self.events)})"
         )
 
 
 _new = object.__new__
+
+
+@attrs.frozen(repr=False, slots=False)
+class SubagentState:
+    """One child Run in the stream of a root Run (see ``subagents``).
+
+    ``run`` is the child's own per-run projection (history cursor, open
+    parts, tool calls, model request, message ids; its ``events`` stay
+    empty: the child's events are in the root state's one log). ``status``
+    is "pending" from its first item until its announcement links it to its
+    parent, then "running", and finally "completed", "failed" or "cut_off"
+    (still running when its parent finished or the root Run ended).
+    ``name`` is the subagent's name, ``parent_run_id`` the delegating Run,
+    ``parent_tool_call_id`` the delegating tool call as published (renamed
+    if its id was renamed), ``depth`` 1 for a child of the root Run, 2 for a
+    grandchild, ...; ``order`` counts announcements in the stream.
+    ``pending`` holds the records of its items before the announcement.
+    ``renamed_messages`` and ``renamed_calls`` map the message and tool call
+    ids this Run uses to the ones published for it (only those that differ).
+    ``last_text`` is the published id of its latest assistant text message
+    and the position of its TEXT_MESSAGE_START in the log.
+    """
+
+    run_id: str
+    run: ProjectionState
+    status: SubagentStatus = "pending"
+    name: str | None = None
+    parent_run_id: str | None = None
+    parent_tool_call_id: str | None = None
+    depth: int = 0
+    order: int = -1
+    pending: tuple[tuple[Any, ...], ...] = ()
+    renamed_messages: PMap[str, str] = pmap()
+    renamed_calls: PMap[str, str] = pmap()
+    last_text: tuple[str, int] | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.status == "running"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in ("completed", "failed", "cut_off")
+
+    def __repr__(self) -> str:
+        link = "" if self.parent_run_id is None else f" of {self.parent_run_id!r} via {self.parent_tool_call_id!r}"
+        return (f"SubagentState({self.run_id!r} {self.name or '?'} {self.status}{link}, "
+                f"last_sequence={self.run.last_sequence}, open parts={len(self.run.parts)})")
+
+
+@attrs.frozen(repr=False, slots=False)
+class Delegation:
+    """What a stream that carries subagent Runs knows beyond the root Run's
+    own projection: ``runs``, one SubagentState per child Run by run id;
+    ``message_owners`` and ``call_owners``, the Run that published each
+    AG-UI message id and tool call id (so that an id used by two Runs can be
+    renamed, see ``subagents``); ``renamed_messages`` and ``renamed_calls``,
+    the root Run's own renames; ``announced``, how many children were
+    announced."""
+
+    runs: PMap[str, SubagentState] = pmap()
+    message_owners: PMap[str, str] = pmap()
+    call_owners: PMap[str, str] = pmap()
+    renamed_messages: PMap[str, str] = pmap()
+    renamed_calls: PMap[str, str] = pmap()
+    announced: int = 0
+
+    def __repr__(self) -> str:
+        return f"Delegation({len(self.runs)} subagent runs, {self.announced} announced)"
+
+
+_NO_SUBAGENTS: PMap[str, SubagentState] = pmap()
+
+_T = TypeVar("_T", SubagentState, Delegation)
+
+
+def with_changes(value: _T, **changes: Any) -> _T:
+    """``attrs.evolve(value, **changes)`` for a SubagentState or Delegation,
+    without its per-call introspection (a delegating stream makes a few per
+    item; neither class has validators or converters to re-run)."""
+    new = _new(type(value))
+    fields = new.__dict__
+    fields.update(value.__dict__)
+    assert changes.keys() <= fields.keys(), f"no such field: {sorted(changes.keys() - fields.keys())}"
+    fields.update(changes)
+    return new
 
 INITIAL_STATE = ProjectionState()
 """The state of an observer that has seen nothing."""

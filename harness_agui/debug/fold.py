@@ -31,8 +31,16 @@
 # outcome is an entry too, and also kept in ``Conversation.outcome``.
 # Events this module does not know become "event" notices with their fields.
 #
-# Later work (subagent attribution) will add fields here: a renderer should
-# read entries by name and ignore what it does not know.
+# Subagents. Every entry made from an event knows the subagent run it belongs
+# to (``subagent_run_id``, None for the root Run's own entries), taken from
+# the event's ``subagentRunId``. SUBAGENT_STARTED adds a ``Subagent`` entry
+# (name, parent tool call, parent subagent, depth) that SUBAGENT_FINISHED or
+# SUBAGENT_ERROR updates in place; ``Conversation.scope(run_id)`` gives the
+# entries of one Run and ``Conversation.subagents_of(tool_call_id, ...)``
+# the subagents a tool call started, so a renderer can nest a subagent's work
+# under the tool call that started it.
+#
+# A renderer should read entries by name and ignore fields it does not know.
 
 from __future__ import annotations
 
@@ -51,6 +59,9 @@ from ag_ui.core import (
     RunErrorEvent,
     RunFinishedEvent,
     RunStartedEvent,
+    SubagentErrorEvent,
+    SubagentFinishedEvent,
+    SubagentStartedEvent,
     TextMessageContentEvent,
     TextMessageEndEvent,
     TextMessageStartEvent,
@@ -78,9 +89,11 @@ __all__ = [
     "Interrupt",
     "TokenUsage",
     "Fragment",
+    "Subagent",
     "fold",
     "fold_event",
     "JsonValue",
+    "owner_of",
 ]
 
 
@@ -138,6 +151,7 @@ class Input:
     run_id: str | None = None
     sequence: int | None = None
     at: int | None = None
+    subagent_run_id: str | None = None
 
     @property
     def text(self) -> str | None:
@@ -170,6 +184,7 @@ class Message:
     ended: bool = False
     signed: bool = False
     at: int | None = None
+    subagent_run_id: str | None = None
 
     @property
     def text(self) -> str:
@@ -189,6 +204,7 @@ class ToolCall:
     started: bool = False
     ended: bool = False
     at: int | None = None
+    subagent_run_id: str | None = None
 
     @property
     def args(self) -> str:
@@ -208,6 +224,7 @@ class ToolResult:
     in_run: bool = True
     message_id: str | None = None
     at: int | None = None
+    subagent_run_id: str | None = None
 
 
 @attrs.frozen
@@ -216,6 +233,7 @@ class ModelRequest:
 
     index: JsonValue
     at: int | None = None
+    subagent_run_id: str | None = None
 
 
 NoticeCategory = Literal["observation", "extension", "custom", "event", "fragments"]
@@ -234,6 +252,7 @@ class Notice:
     value: JsonValue = JsonValue("null")
     schema_version: str | None = None
     at: int | None = None
+    subagent_run_id: str | None = None
 
 
 @attrs.frozen
@@ -276,7 +295,34 @@ class Outcome:
     at: int | None = None
 
 
-Entry: TypeAlias = RunStart | Input | Message | ToolCall | ToolResult | ModelRequest | Notice | Outcome
+@attrs.frozen
+class Subagent:
+    """A subagent Run (SUBAGENT_STARTED), updated in place when it ends.
+
+    ``parent_tool_call_id`` is the tool call that started it and
+    ``parent_subagent_run_id`` the subagent that made that call (None for
+    the root Run); ``depth`` is 1 for a subagent of the root Run, 2 for one
+    of its subagents, ... ``status`` is "running", "finished"
+    (SUBAGENT_FINISHED: ``outcome`` and ``result`` are kept) or "error"
+    (SUBAGENT_ERROR: ``message`` and ``code``). ``started`` is False for a
+    subagent whose start is not among the events."""
+
+    subagent_run_id: str
+    name: str | None = None
+    parent_tool_call_id: str | None = None
+    parent_subagent_run_id: str | None = None
+    depth: int = 1
+    status: Literal["running", "finished", "error"] = "running"
+    outcome: str | None = None
+    result: JsonValue | None = None
+    message: str | None = None
+    code: str | None = None
+    started: bool = False
+    at: int | None = None
+    ended_at: int | None = None
+
+
+Entry: TypeAlias = RunStart | Input | Message | ToolCall | ToolResult | ModelRequest | Notice | Outcome | Subagent
 
 
 @attrs.frozen
@@ -290,6 +336,7 @@ class Fragment:
     run_id: JsonValue = JsonValue("null")
     sequence: JsonValue = JsonValue("null")
     at: int | None = None
+    subagent_run_id: str | None = None
 
 
 @attrs.frozen
@@ -316,13 +363,43 @@ class Conversation:
         assert isinstance(found, (Message, ToolCall))
         return found
 
+    def subagent(self, subagent_run_id: str) -> Subagent | None:
+        """The Subagent entry of that subagent run id, if any."""
+        at = self.ids.get(("subagent", subagent_run_id))
+        if at is None:
+            return None
+        found = self.entries[at]
+        assert isinstance(found, Subagent)
+        return found
+
+    def scope(self, subagent_run_id: str | None) -> list[int]:
+        """The positions of the entries of one Run: the root Run's own
+        (``None``, with its run start and outcome) or one subagent's. A
+        Subagent entry belongs to the Run that started it."""
+        return [pos for pos, e in enumerate(self.entries) if owner_of(e) == subagent_run_id]
+
+    def subagents_of(self, tool_call_id: str, owner: str | None) -> list[int]:
+        """The positions of the Subagent entries started by tool call
+        ``tool_call_id`` of Run ``owner`` (None: the root Run)."""
+        return [pos for pos, e in enumerate(self.entries)
+                if isinstance(e, Subagent) and e.parent_tool_call_id == tool_call_id
+                and e.parent_subagent_run_id == owner]
+
+
+def owner_of(entry: Entry) -> str | None:
+    """The Run an entry belongs to: its subagent run id, the parent subagent
+    of a Subagent entry, None for the root Run's entries."""
+    if isinstance(entry, Subagent):
+        return entry.parent_subagent_run_id
+    return getattr(entry, "subagent_run_id", None)
+
 
 EMPTY_CONVERSATION = Conversation()
 
 # The init fields of the classes the fold copies on every event: ``_copy`` is ``attrs.evolve`` without the
 # per-call introspection, which took most of the fold's time (these classes have no aliases or init=False).
 _FIELDS: dict[type, tuple[str, ...]] = {
-    cls: tuple(f.name for f in attrs.fields(cls)) for cls in (Conversation, Message, ToolCall, Input)
+    cls: tuple(f.name for f in attrs.fields(cls)) for cls in (Conversation, Message, ToolCall, Input, Subagent)
 }
 
 
@@ -368,61 +445,64 @@ def _replace(conv: Conversation, at: int, entry: Entry) -> Conversation:
 
 
 def _open_message(conv: Conversation, kind: Literal["text", "reasoning"], message_id: str,
-                  at: int | None) -> tuple[Conversation, int, Message]:
+                  at: int | None, sub: str | None = None) -> tuple[Conversation, int, Message]:
     """The open message with that id, or a new one (started=False) when there is none."""
     pos = conv.ids.get((kind, message_id))
     if pos is not None:
         found = conv.entries[pos]
         if isinstance(found, Message) and not found.ended:
             return conv, pos, found
-    msg = Message(kind, message_id, at=at)
+    msg = Message(kind, message_id, at=at, subagent_run_id=sub)
     conv = _append(conv, msg, (kind, message_id))
     return conv, len(conv.entries) - 1, msg
 
 
-def _open_call(conv: Conversation, call_id: str, at: int | None) -> tuple[Conversation, int, ToolCall]:
+def _open_call(conv: Conversation, call_id: str, at: int | None,
+               sub: str | None = None) -> tuple[Conversation, int, ToolCall]:
     pos = conv.ids.get(("tool", call_id))
     if pos is not None:
         found = conv.entries[pos]
         if isinstance(found, ToolCall) and not found.ended:
             return conv, pos, found
-    call = ToolCall(call_id, at=at)
+    call = ToolCall(call_id, at=at, subagent_run_id=sub)
     conv = _append(conv, call, ("tool", call_id))
     return conv, len(conv.entries) - 1, call
 
 
 def _add_text(conv: Conversation, kind: Literal["text", "reasoning"], message_id: str, delta: str,
-              at: int | None) -> Conversation:
-    conv, pos, msg = _open_message(conv, kind, message_id, at)
+              at: int | None, sub: str | None = None) -> Conversation:
+    conv, pos, msg = _open_message(conv, kind, message_id, at, sub)
     return _replace(conv, pos, _copy(msg, chunks=msg.chunks.append(delta)))
 
 
 def _end_message(conv: Conversation, kind: Literal["text", "reasoning"], message_id: str,
-                 at: int | None) -> Conversation:
-    conv, pos, msg = _open_message(conv, kind, message_id, at)
+                 at: int | None, sub: str | None = None) -> Conversation:
+    conv, pos, msg = _open_message(conv, kind, message_id, at, sub)
     return _replace(conv, pos, _copy(msg, ended=True))
 
 
 def _interpret(conv: Conversation, event: BaseEvent) -> Conversation:
     at = event.timestamp if isinstance(event.timestamp, int) else None
+    sub = getattr(event, "subagent_run_id", None)
+    sub = sub if isinstance(sub, str) else None
     match event:
         case RunStartedEvent():
             start = RunStart(event.thread_id, event.run_id, event.parent_run_id, at)
             return attrs.evolve(_append(conv, start), thread_id=event.thread_id, run_id=event.run_id)
         case TextMessageStartEvent():
-            msg = Message("text", event.message_id, role=event.role, started=True, at=at)
+            msg = Message("text", event.message_id, role=event.role, started=True, at=at, subagent_run_id=sub)
             return _append(conv, msg, ("text", event.message_id))
         case TextMessageContentEvent():
-            return _add_text(conv, "text", event.message_id, event.delta, at)
+            return _add_text(conv, "text", event.message_id, event.delta, at, sub)
         case TextMessageEndEvent():
-            return _end_message(conv, "text", event.message_id, at)
+            return _end_message(conv, "text", event.message_id, at, sub)
         case ReasoningMessageStartEvent():
-            msg = Message("reasoning", event.message_id, role=event.role, started=True, at=at)
+            msg = Message("reasoning", event.message_id, role=event.role, started=True, at=at, subagent_run_id=sub)
             return _append(conv, msg, ("reasoning", event.message_id))
         case ReasoningMessageContentEvent():
-            return _add_text(conv, "reasoning", event.message_id, event.delta, at)
+            return _add_text(conv, "reasoning", event.message_id, event.delta, at, sub)
         case ReasoningMessageEndEvent():
-            return _end_message(conv, "reasoning", event.message_id, at)
+            return _end_message(conv, "reasoning", event.message_id, at, sub)
         case ReasoningEncryptedValueEvent():
             pos = conv.ids.get(("reasoning", event.entity_id)) if event.subtype == "message" else None
             if pos is None:
@@ -431,18 +511,32 @@ def _interpret(conv: Conversation, event: BaseEvent) -> Conversation:
             assert isinstance(signed, Message)
             return conv if signed.signed else _replace(conv, pos, _copy(signed, signed=True))
         case ToolCallStartEvent():
-            call = ToolCall(event.tool_call_id, event.tool_call_name, event.parent_message_id, started=True, at=at)
+            call = ToolCall(event.tool_call_id, event.tool_call_name, event.parent_message_id, started=True, at=at,
+                            subagent_run_id=sub)
             return _append(conv, call, ("tool", event.tool_call_id))
         case ToolCallArgsEvent():
-            conv, pos, call = _open_call(conv, event.tool_call_id, at)
+            conv, pos, call = _open_call(conv, event.tool_call_id, at, sub)
             return _replace(conv, pos, _copy(call, chunks=call.chunks.append(event.delta)))
         case ToolCallEndEvent():
-            conv, pos, call = _open_call(conv, event.tool_call_id, at)
+            conv, pos, call = _open_call(conv, event.tool_call_id, at, sub)
             return _replace(conv, pos, _copy(call, ended=True))
         case ToolCallResultEvent():
-            return _append(conv, _tool_result(conv, event, at))
+            return _append(conv, attrs.evolve(_tool_result(conv, event, at), subagent_run_id=sub))
         case CustomEvent():
-            return _custom(conv, event, at)
+            return _custom(conv, event, at, sub)
+        case SubagentStartedEvent():
+            parent = conv.subagent(event.parent_subagent_run_id) if event.parent_subagent_run_id else None
+            entry = Subagent(event.subagent_run_id, event.name, event.parent_tool_call_id,
+                             event.parent_subagent_run_id, parent.depth + 1 if parent is not None else 1,
+                             started=True, at=at)
+            return _append(conv, entry, ("subagent", event.subagent_run_id))
+        case SubagentFinishedEvent():
+            ended = event.outcome.type if event.outcome is not None else None
+            return _end_subagent(conv, event.subagent_run_id, at, status="finished", outcome=ended,
+                                 result=_json(event.result))
+        case SubagentErrorEvent():
+            return _end_subagent(conv, event.subagent_run_id, at, status="error", message=event.message,
+                                 code=event.code)
         case RunFinishedEvent():
             outcome = event.outcome
             kind = outcome.type if outcome is not None else "success"
@@ -453,6 +547,16 @@ def _interpret(conv: Conversation, event: BaseEvent) -> Conversation:
                                           code=event.code, at=at))
         case _:
             return _append(conv, _event_notice(event, at))
+
+
+def _end_subagent(conv: Conversation, subagent_run_id: str, at: int | None, **changes: Any) -> Conversation:
+    pos = conv.ids.get(("subagent", subagent_run_id))
+    if pos is None:
+        return _append(conv, Subagent(subagent_run_id, at=at, ended_at=at, **changes),
+                       ("subagent", subagent_run_id))
+    found = conv.entries[pos]
+    assert isinstance(found, Subagent)
+    return _replace(conv, pos, _copy(found, ended_at=at, **changes))
 
 
 def _outcome(conv: Conversation, outcome: Outcome) -> Conversation:
@@ -513,35 +617,37 @@ _INPUT = "harness.input."
 _EXTENSION = "harness.extension."
 
 
-def _custom(conv: Conversation, event: CustomEvent, at: int | None) -> Conversation:
+def _custom(conv: Conversation, event: CustomEvent, at: int | None, sub: str | None = None) -> Conversation:
     name, value = event.name, event.value
     payload = value.get("payload") if isinstance(value, dict) else None
     if isinstance(payload, dict) and name.startswith(_INPUT):
-        return _input(conv, name[len(_INPUT):], value, payload, at)
-    return _append(conv, _custom_entry(name, value, payload, at))
+        return _input(conv, name[len(_INPUT):], value, payload, at, sub)
+    return _append(conv, _custom_entry(name, value, payload, at, sub))
 
 
-def _custom_entry(name: str, value: Any, payload: Any, at: int | None) -> Entry:
+def _custom_entry(name: str, value: Any, payload: Any, at: int | None, sub: str | None) -> Entry:
     if not isinstance(payload, dict):
-        return Notice("custom", name, JsonValue.of(value), at=at)
+        return Notice("custom", name, JsonValue.of(value), at=at, subagent_run_id=sub)
     if name.startswith(_EXTENSION):
         body = payload.get("payload")
         if name == "harness.extension.lifecycle" and isinstance(body, dict) \
                 and body.get("type") == "model_request_started":
-            return ModelRequest(JsonValue.of(body.get("request_index")), at)
+            return ModelRequest(JsonValue.of(body.get("request_index")), at, sub)
         return Notice("extension", name[len(_EXTENSION):], JsonValue.of(body),
-                      _str_or_none(payload.get("schema_version")), at)
+                      _str_or_none(payload.get("schema_version")), at, sub)
     if name == "harness.observation":
-        return Notice("observation", str(payload.get("name")), JsonValue.of(payload.get("value")), at=at)
+        return Notice("observation", str(payload.get("name")), JsonValue.of(payload.get("value")), at=at,
+                      subagent_run_id=sub)
     if name == "harness.tool_result":
         return ToolResult(str(payload.get("tool_call_id")), _str_or_none(payload.get("tool_name")),
                           _str_or_none(payload.get("outcome")), JsonValue.of(payload.get("content")),
-                          in_run=False, at=at)
-    return Notice("custom", name, JsonValue.of(payload if name.startswith("harness.") else value), at=at)
+                          in_run=False, at=at, subagent_run_id=sub)
+    return Notice("custom", name, JsonValue.of(payload if name.startswith("harness.") else value), at=at,
+                  subagent_run_id=sub)
 
 
 def _input(conv: Conversation, source: str, value: dict[str, Any], payload: dict[str, Any],
-           at: int | None) -> Conversation:
+           at: int | None, sub: str | None = None) -> Conversation:
     content = payload.get("content")
     chunk = value.get("chunk")
     index = _int_or_none(chunk.get("index")) if isinstance(chunk, dict) else None
@@ -555,7 +661,8 @@ def _input(conv: Conversation, source: str, value: dict[str, Any], payload: dict
     text = content if isinstance(content, str) else None
     entry = Input(source, _str_or_none(payload.get("input_id")), None if text is None else pvector([text]),
                   None if text is not None else JsonValue.of(content), _json(payload.get("metadata")),
-                  count if count and count > 0 else 1, index if index and index > 0 else 0, run_id, sequence, at)
+                  count if count and count > 0 else 1, index if index and index > 0 else 0, run_id, sequence, at,
+                  sub)
     return _append(conv, entry)
 
 
@@ -573,7 +680,7 @@ def _fragment(conv: Conversation, event: CustomEvent) -> Conversation:
     if conv.fragments and index == 0:
         conv = _drop_fragments(conv, "incomplete before the first fragment of another event")
     piece = Fragment(event.name, index, count, value["data"], JsonValue.of(value.get("run_id")),
-                     JsonValue.of(value.get("sequence")), at)
+                     JsonValue.of(value.get("sequence")), at, event.subagent_run_id)
     pending = conv.fragments.append(piece)
     if len(pending) < count:
         return attrs.evolve(conv, fragments=pending)
@@ -589,7 +696,7 @@ def _fragment(conv: Conversation, event: CustomEvent) -> Conversation:
 def _as_event(f: Fragment) -> CustomEvent:
     value = {"run_id": f.run_id.value, "sequence": f.sequence.value,
              "fragment": {"index": f.index, "count": f.count}, "data": f.data}
-    return CustomEvent(name=f.name, value=value, timestamp=f.at)
+    return CustomEvent(name=f.name, value=value, timestamp=f.at, subagent_run_id=f.subagent_run_id)
 
 
 def _drop_fragments(conv: Conversation, why: str) -> Conversation:

@@ -13,6 +13,12 @@
 # when the outcome arrives or the events run out is shown marked
 # "(unfinished)" or "(incomplete)".
 #
+# A subagent's work is nested under the tool call that started it: its
+# start prints a "┌─ subagent ..." line naming that call, its blocks follow
+# behind a "│ " gutter per level of nesting (a narrower block inside the
+# same width), and its end prints a "└─ subagent ..." line with its result
+# or error. Concurrent subagents interleave, each block in its own gutter.
+#
 # Every line fits ``width`` columns as ``text.display_width`` counts them,
 # and all text goes through ``text.escape_terminal`` (via ``text.wrap`` and
 # ``text.clip``): a Run cannot drive the terminal. Long JSON values (tool
@@ -38,16 +44,20 @@ from .fold import (
     Notice,
     Outcome,
     RunStart,
+    Subagent,
     TokenUsage,
     ToolCall,
     ToolResult,
     fold_event,
+    owner_of,
 )
 from .text import WIDTH, clip, display_width, wrap
 
 __all__ = ["render_conversation", "iter_conversation"]
 
 _MIN_WIDTH = 20
+_GUTTER = "│ "
+_MIN_INNER = 12  # the narrowest block a gutter may leave
 
 
 def render_conversation(events: Iterable[BaseEvent], *, width: int = WIDTH,
@@ -140,6 +150,7 @@ class _Renderer:
         self.max_lines = max_value_lines
         self.conv = EMPTY_CONVERSATION
         self.pending: set[int] = set()  # positions of entries not printed yet
+        self.running: dict[str, int] = {}  # subagents whose start was printed and end was not: their positions
         self.seen_any = False
 
     def feed(self, event: BaseEvent) -> list[str]:
@@ -154,10 +165,56 @@ class _Renderer:
                 out.append(self.outcome_block(entry))
             elif self.ready(entry, pos):
                 self.pending.discard(pos)
-                out.append(self.entry_block(entry))
+                out.append(self.render(entry))
+                if isinstance(entry, Subagent) and entry.status == "running":
+                    self.running[entry.subagent_run_id] = pos
             else:
                 self.pending.add(pos)
+        for run_id, pos in list(self.running.items()):
+            entry = self.conv.entries[pos]
+            if isinstance(entry, Subagent) and entry.status != "running":
+                del self.running[run_id]
+                out.append(self.render(entry, end=True))
         return out
+
+    def depth(self, owner: str | None) -> int:
+        """How many gutters the entries of Run ``owner`` get."""
+        if owner is None:
+            return 0
+        sub = self.conv.subagent(owner)
+        levels = sub.depth if sub is not None else 1
+        return min(levels, max(0, (self.width - _MIN_INNER) // len(_GUTTER)))
+
+    def render(self, entry: Entry, unfinished: bool = False, end: bool = False) -> str:
+        """The block of an entry, behind the gutter of its Run."""
+        depth = self.depth(owner_of(entry))
+        if depth == 0:
+            return self.subagent_line(entry, end) if isinstance(entry, Subagent) else self.entry_block(
+                entry, unfinished)
+        width = self.width
+        self.width = width - depth * len(_GUTTER)
+        try:
+            text = self.subagent_line(entry, end) if isinstance(entry, Subagent) else self.entry_block(
+                entry, unfinished)
+        finally:
+            self.width = width
+        return "\n".join(_GUTTER * depth + line for line in text.split("\n"))
+
+    def subagent_line(self, sub: Entry, end: bool = False) -> str:
+        assert isinstance(sub, Subagent)
+        who = f"subagent {sub.name or '?'} [{sub.subagent_run_id}]"
+        if not end:
+            call = self.conv.entry("tool", sub.parent_tool_call_id) if sub.parent_tool_call_id else None
+            name = call.name if isinstance(call, ToolCall) and call.name else "?"
+            via = f" for tool call {name} [{sub.parent_tool_call_id}]" if sub.parent_tool_call_id else ""
+            return clip(f"┌─ {_time(sub.at)}{who}{via}", self.width)
+        if sub.status == "running":
+            return clip(f"└─ {who} still running", self.width)
+        if sub.status == "error":
+            code = f" [{sub.code}]" if sub.code else ""
+            return clip(f"└─ {_time(sub.ended_at)}{who} failed{code}: {sub.message or ''}", self.width)
+        result = f": {_compact(sub.result)}" if sub.result is not None else ""
+        return clip(f"└─ {_time(sub.ended_at)}{who} finished{result}", self.width)
 
     def ready(self, entry: Entry, pos: int) -> bool:
         """Whether the entry can no longer change."""
@@ -169,7 +226,7 @@ class _Renderer:
 
     def flush(self) -> list[str]:
         """Blocks for the entries still open, marked unfinished."""
-        out = [self.entry_block(self.conv.entries[pos], unfinished=True) for pos in sorted(self.pending)]
+        out = [self.render(self.conv.entries[pos], unfinished=True) for pos in sorted(self.pending)]
         self.pending.clear()
         return out
 
@@ -178,6 +235,9 @@ class _Renderer:
         if self.conv.fragments:
             out.append(self.note(f"{self.conv.fragments[0].name}: incomplete fragments at the end"))
         out += self.flush()
+        for pos in sorted(self.running.values(), reverse=True):
+            out.append(self.render(self.conv.entries[pos], end=True))
+        self.running.clear()
         if self.conv.outcome is None and self.conv.run_id is not None:
             out.append(_rule("run not finished (no outcome yet)", self.width, "="))
         if not self.seen_any:
@@ -252,6 +312,8 @@ class _Renderer:
                 return self.note(self.notice_text(entry))
             case Outcome():
                 return self.outcome_block(entry)
+            case Subagent():
+                return self.subagent_line(entry)
         raise AssertionError(f"an entry the conversation view does not know: {entry!r}")
 
     def notice_text(self, notice: Notice) -> str:

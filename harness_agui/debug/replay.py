@@ -96,7 +96,7 @@ class Step:
     @property
     def open_parts(self) -> tuple[OpenPart, ...]:
         """The parts still open after this item, in index order."""
-        return self.after.parts
+        return self.after.open_parts
 
     def __repr__(self) -> str:
         return step_repr(self)

@@ -3,8 +3,9 @@
 # Everything here reads immutable values and returns strings; nothing is
 # cached and nothing raises for odd content. This module only renders: the
 # conversation is interpreted once, by ``fold``, and shown here as HTML
-# (entries in the order they started, each tool result under its call) or
-# as text by ``pretty``. Text from a Run is untrusted: every piece goes
+# (entries in the order they started, each tool result under its call, each
+# subagent's work in a block of its own under the tool call that started
+# it) or as text by ``pretty``. Text from a Run is untrusted: every piece goes
 # through ``text.escape_terminal`` (control characters, bidi controls,
 # invisible format characters and lone surrogates become visible escapes)
 # and, in HTML, then through ``html.escape``, so a Run can neither inject
@@ -29,7 +30,7 @@ from ag_ui.core import BaseEvent
 from ..core.observer import HarnessAguiObserver
 from ..core.records import event_type
 from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
-from ..core.state import OpenPart, ProjectionState
+from ..core.state import OpenPart, ProjectionState, SubagentState
 from ..wire.codec import to_json
 from .fold import (
     Conversation,
@@ -41,10 +42,12 @@ from .fold import (
     Notice,
     Outcome,
     RunStart,
+    Subagent,
     TokenUsage,
     ToolCall,
     ToolResult,
     fold,
+    owner_of,
 )
 from .pretty import render_conversation
 from .text import WIDTH, clip, escape_terminal, wrap
@@ -264,6 +267,7 @@ overflow:auto}
 .hagui .assistant{border-color:#10b981}
 .hagui .reasoning{border-color:#a855f7}
 .hagui .tool{border-color:#f59e0b}
+.hagui .subagent{border-color:#6366f1;margin-left:.6em}
 .hagui .failed,.hagui .bad{color:#dc2626}
 .hagui .good{color:#059669}
 .hagui .muted,.hagui .notice{opacity:.65;font-size:12px}
@@ -293,7 +297,22 @@ def _result_html(result: ToolResult) -> str:
     return f'<div class="{cls}">result: {_e(result.outcome or "answered")}</div>{_pre(_indented(result.content))}'
 
 
-def _entry_html(e: object, results: dict[str, ToolResult]) -> str:
+def _subagent_html(e: Subagent, inner: str) -> str:
+    status = {"running": "running", "finished": "finished", "error": "failed"}[e.status]
+    head = (f'subagent <code>{_e(e.name or "?")}</code> <span class="muted">{_e(e.subagent_run_id)}</span>'
+            f' · {_e(status)}')
+    parts = [f'<details open class="row subagent"><summary class="who">{head}</summary>', inner]
+    if e.status == "finished":
+        parts.append('<div class="good">finished' + ("" if e.result is None else ":") + "</div>")
+        if e.result is not None:
+            parts.append(_pre(_indented(e.result)))
+    elif e.status == "error":
+        code = f" [{e.code}]" if e.code else ""
+        parts.append(f'<div class="bad">failed{_e(code)}: {_e(e.message or "")}</div>')
+    return "".join(parts) + "</details>"
+
+
+def _entry_html(e: object, results: dict[str, ToolResult], inner: str = "") -> str:
     match e:
         case RunStart():
             return (f'<div class="head">run <code>{_e(e.run_id)}</code> '
@@ -322,6 +341,7 @@ def _entry_html(e: object, results: dict[str, ToolResult]) -> str:
             parts = [f'<div class="row tool"><div class="who">{head}</div>']
             if e.args:
                 parts.append(_pre(_pretty_json_text(e.args)))
+            parts.append(inner)
             result = results.get(e.tool_call_id)
             if result is not None:
                 parts.append(_result_html(result))
@@ -350,6 +370,8 @@ def _entry_html(e: object, results: dict[str, ToolResult]) -> str:
             if e.usage:
                 parts.append(f'<div class="muted">usage: {_e(_usage_text(e.usage))}</div>')
             return "".join(parts) + "</div>"
+        case Subagent():
+            return _subagent_html(e, inner)
     return f'<div class="muted">{_e(repr(e))}</div>'
 
 
@@ -364,7 +386,35 @@ def _conversation_body(conv: Conversation) -> str:
         elif isinstance(e, ToolResult) and e.in_run and e.tool_call_id in calls and e.tool_call_id not in results:
             results[e.tool_call_id] = e
             under_call.add(pos)
-    out = [_entry_html(e, results) for pos, e in enumerate(conv.entries) if pos not in under_call]
+    # Each Run's entries are drawn in its own scope: the root Run's at the top, a subagent's inside its
+    # block, and that block under the tool call that started it (or where it started, when that call is not
+    # among the events). Entries of a subagent whose start is not among the events stay at the top.
+    scopes: dict[str | None, list[int]] = {}
+    for pos, e in enumerate(conv.entries):
+        owner = owner_of(e)
+        scopes.setdefault(owner if owner is None or conv.subagent(owner) is not None else None, []).append(pos)
+
+    def scope(owner: str | None) -> list[str]:
+        html_parts = []
+        for pos in scopes.get(owner, ()):
+            e = conv.entries[pos]
+            if pos in under_call:
+                continue
+            if isinstance(e, Subagent):
+                call = conv.entry("tool", e.parent_tool_call_id) if e.parent_tool_call_id else None
+                if isinstance(call, ToolCall) and owner_of(call) == owner:
+                    continue  # drawn under its call
+                html_parts.append(_subagent_html(e, "".join(scope(e.subagent_run_id))))
+            elif isinstance(e, ToolCall):
+                inner = "".join(_subagent_html(sub, "".join(scope(sub.subagent_run_id)))
+                                for sub in (conv.entries[p] for p in conv.subagents_of(e.tool_call_id, owner))
+                                if isinstance(sub, Subagent))
+                html_parts.append(_entry_html(e, results, inner))
+            else:
+                html_parts.append(_entry_html(e, results))
+        return html_parts
+
+    out = scope(None)
     if conv.fragments:
         first = conv.fragments[0]
         out.append(f'<div class="muted">{_e(first.name)}: {len(conv.fragments)} of {first.count} fragments, '
@@ -418,27 +468,44 @@ def state_text(state: ProjectionState, width: int = WIDTH) -> str:
     lines = [line for h in _state_header(state) for line in _wrap(h, width)]
     if state.parent_message_id is not None:
         lines += _wrap(f"parent message for tool calls: {state.parent_message_id}", width)
-    if state.parts:
+    if state.open_parts:
         lines.append("open parts:")
-        lines += [clip(_INDENT + _part_line(p), width) for p in state.parts]
+        lines += [clip(_INDENT + _part_line(p), width) for p in state.open_parts]
+    if state.subagents:
+        lines.append("subagent runs:")
+        lines += [clip(_INDENT + _subagent_line(sub), width) for sub in _subagents(state)]
     if state.run_id is not None:
         lines.append("")
         lines.append(conversation_text(state, width))
     return "\n".join(lines)
 
 
+def _subagents(state: ProjectionState) -> list[SubagentState]:
+    return sorted(state.subagents.values(), key=lambda s: (s.order < 0, s.order, s.run_id))
+
+
+def _subagent_line(sub: SubagentState) -> str:
+    parts = ", ".join(f"{p.index}:{p.kind}" for p in sub.run.open_parts) or "none"
+    parent = "" if sub.parent_run_id is None else f" of {sub.parent_run_id} via {sub.parent_tool_call_id}"
+    return (f"{sub.name or '?'} [{sub.run_id}] {sub.status}{parent}, last sequence {sub.run.last_sequence}, "
+            f"open parts {parts}")
+
+
 def _state_body(state: ProjectionState, *, conversation: bool = True, open_: bool = True) -> str:
     out = [f'<div class="head">{_e(_state_header(state)[0])}</div>']
     for line in _state_header(state)[1:]:
         out.append(f'<div class="muted">{_e(line)}</div>')
-    if state.parts:
+    if state.open_parts:
         rows = "".join(
             f"<tr><td>{p.index}</td><td>{_e(p.kind)}</td><td><code>{_e(p.message_id)}</code></td>"
             f"<td>{_e(p.tool_name)}</td><td>{p.streamed}</td><td>{'yes' if p.started else 'no'}</td></tr>"
-            for p in state.parts
+            for p in state.open_parts
         )
         out.append("<table><tr><th>open part</th><th>kind</th><th>message id</th><th>tool</th>"
                    f"<th>chars streamed</th><th>started</th></tr>{rows}</table>")
+    if state.subagents:
+        items = "".join(f"<li>{_e(_subagent_line(sub))}</li>" for sub in _subagents(state))
+        out.append(f'<div class="muted">subagent runs</div><ul>{items}</ul>')
     if conversation and state.run_id is not None:
         body = _conversation_body(fold(state.snapshot()))
         attr = " open" if open_ else ""
@@ -553,8 +620,8 @@ def diagnosis_text(d: DiagnosisLike, width: int = WIDTH) -> str:
     if d.failure is None:
         end = "the run finished" if d.finished else "no terminal item: the run is not finished"
         lines = _wrap(f"ok: {d.items} items replayed into {d.events} AG-UI events; {end}", width)
-        if d.state.parts:
-            lines += _wrap("open parts: " + ", ".join(f"{p.index}:{p.kind}" for p in d.state.parts), width)
+        if d.state.open_parts:
+            lines += _wrap("open parts: " + ", ".join(f"{p.index}:{p.kind}" for p in d.state.open_parts), width)
         lines += _wrap(", ".join(f"{k}={n}" for k, n in sorted(d.event_counts().items())), width, "events: ")
         return "\n".join(lines)
     f = d.failure

@@ -3,21 +3,28 @@
 Standard library ``sqlite3`` only. ``check_prefix`` / ``check_tail`` enforce the
 Harness history contract on any iterable; ``SqliteSourceJournal`` retains source
 items; ``SqliteDeliveryLog`` gives published AG-UI events durable ids and serves
-reconnecting clients after their ``Last-Event-ID``; ``project_run`` ties them
-together with the crash-safe protocol described in ``harness_agui.host.delivery``.
+reconnecting clients after their ``Last-Event-ID`` (ids that name their Run);
+``project_run`` ties them together with the crash-safe protocol described in
+``harness_agui.host.delivery``. Both stores may be opened by several processes
+at once, or read-only (``read_only=True``), and check every row they read: a
+damaged file raises ``DamagedStoreError`` instead of serving a wrong event.
 """
 
 from .checks import Cursor, check_prefix, check_tail
 from .delivery import Delivery, SqliteDeliveryLog, parse_last_event_id
 from .errors import (
     AfterTerminalError,
+    DamagedStoreError,
     DeliveryError,
     DeliveryMismatchError,
     DeliveryOrderError,
+    ForeignEventIdError,
     ForeignRunError,
     HistoryError,
     IncompletePrefixError,
     JournalConflictError,
+    ProjectorConflictError,
+    ReadOnlyStoreError,
     SequenceGapError,
     SequenceOrderError,
     StorageError,
@@ -42,9 +49,13 @@ __all__ = [
     "AfterTerminalError",
     "IncompletePrefixError",
     "StorageError",
+    "DamagedStoreError",
+    "ReadOnlyStoreError",
     "JournalConflictError",
     "DeliveryError",
     "DeliveryOrderError",
     "UnknownEventIdError",
+    "ForeignEventIdError",
     "DeliveryMismatchError",
+    "ProjectorConflictError",
 ]

@@ -1,7 +1,7 @@
 # The durable AG-UI delivery log, and the protocol that makes it crash-safe.
 #
-#     harness_agui_delivery_runs(run_id, thread_id, source_cursor, last_event_id, finished)
-#     harness_agui_deliveries(run_id, event_id, source_sequence, event_type, data)
+#     harness_agui_delivery_runs(run_id, thread_id, source_cursor, last_event_id, finished, crc)
+#     harness_agui_deliveries(run_id, event_id, source_sequence, event_type, data, crc)
 #
 # Every AG-UI event a Host publishes gets an id: 1, 2, 3, ... per Run, in
 # publication order, stored with the event's JSON (camelCase, as clients read
@@ -10,6 +10,19 @@
 # or several), and never reused. A UI client that reconnects with the
 # Server-Sent Events ``Last-Event-ID`` header is served every event after that
 # id from the log, then follows new ones until the Run's terminal event.
+#
+# Ids on the wire. Inside the log (and as ``Delivery.event_id``) an event's
+# id is that number. What a client sees, the SSE ``id:`` field and so its
+# ``Last-Event-ID``, is ``<number>.<tag>`` (``Delivery.sse_id``), the tag being
+# the first 8 hex digits of the SHA-256 of the run id: ``17.5e1c09a3``. So an
+# id names its Run: a ``Last-Event-ID`` copied from another Run, whose numbers
+# overlap this one's, is refused (``ForeignEventIdError``) before anything is
+# read or streamed, instead of being served from the wrong position; so are
+# a malformed id and a bare number (the format before ids named their Run: a
+# Host with clients still holding one may pass ``int(value)`` itself, as an
+# int is the log's own number). The tag tells Runs apart; it is not a secret
+# and authorises nothing. The ids stay short and ASCII, with nothing an SSE
+# field cannot hold (no CR, LF or NUL).
 #
 # The protocol (what ``project_run`` does; a Host doing it by hand must keep
 # the same order):
@@ -43,13 +56,29 @@
 # So every event id is assigned exactly once, and the published stream has
 # neither gap nor duplicate, however often the Host dies. Two projectors that
 # race on one Run (a Host restarted while its old process still runs) cannot
-# both record an item: the cursor check runs inside the write transaction, so
-# the slower one gets ``DeliveryOrderError`` and the log stays whole.
+# both record an item: each passes ``record`` the delivery cursor it last saw
+# (``expected_cursor``), which is compared with the stored one inside the
+# write transaction; the one that finds the cursor moved under it gets
+# ``ProjectorConflictError`` and writes nothing, and the log stays whole.
+# ``project_run`` also compares what it rebuilt with the events of the items
+# *through its cursor* only, so a log that grew meanwhile is a conflict, not
+# a ``DeliveryMismatchError`` (which means a processor that is not
+# replay-stable, or stores that do not belong together).
+#
+# Damage. Rows are checked as they are read (types and checksum, see
+# ``_sqlite``), and so is their arrangement: a Run's events carry every id
+# from 1 to its run row's ``last_event_id`` and no other. Each read of the run
+# row also reads the highest event id stored for the Run, and each replay page
+# must continue where the last one stopped, so a missing, extra or orphaned
+# row is a ``DamagedStoreError`` naming it, never a stream served with a hole.
 
 from __future__ import annotations
 
 import asyncio
+import enum
+import hashlib
 import os
+import re
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -60,31 +89,28 @@ from ..core.errors import HistoryError
 from ..core.history import HistoryCursor, advance
 from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
 from ..wire.agui import agui_to_json, sse_frame
-from ._sqlite import Database, poll_interval_seconds
+from ._sqlite import FLAG, INTEGER, TEXT, Column, Database, Table, poll_interval_seconds
 from .checks import Cursor
-from .errors import DeliveryOrderError, UnknownEventIdError
+from .errors import DeliveryOrderError, ForeignEventIdError, ProjectorConflictError, UnknownEventIdError
 
 __all__ = ["Delivery", "SqliteDeliveryLog", "parse_last_event_id"]
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS harness_agui_delivery_runs (
-    run_id TEXT PRIMARY KEY,
-    thread_id TEXT NOT NULL,
-    source_cursor INTEGER NOT NULL,
-    last_event_id INTEGER NOT NULL,
-    finished INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS harness_agui_deliveries (
-    run_id TEXT NOT NULL,
-    event_id INTEGER NOT NULL,
-    source_sequence INTEGER NOT NULL,
-    event_type TEXT NOT NULL,
-    data TEXT NOT NULL,
-    PRIMARY KEY (run_id, event_id)
+RUNS = Table(
+    "harness_agui_delivery_runs",
+    (Column("run_id", TEXT), Column("thread_id", TEXT), Column("source_cursor", INTEGER),
+     Column("last_event_id", INTEGER), Column("finished", FLAG)),
+    key=("run_id",),
 )
-"""
+EVENTS = Table(
+    "harness_agui_deliveries",
+    (Column("run_id", TEXT), Column("event_id", INTEGER), Column("source_sequence", INTEGER),
+     Column("event_type", TEXT), Column("data", TEXT)),
+    key=("run_id", "event_id"),
+)
 
 _PAGE = 512
+_TAG_DIGITS = 8
+_SSE_ID = re.compile(r"(0|[1-9][0-9]{0,18})\.([0-9a-f]{" + str(_TAG_DIGITS) + "})")
 _event_adapter: Any = None
 
 
@@ -97,6 +123,10 @@ def _parse_event(data: str) -> BaseEvent:
         _event_adapter = TypeAdapter(Event)
     event: BaseEvent = _event_adapter.validate_json(data)
     return event
+
+
+def _run_tag(run_id: str) -> str:
+    return hashlib.sha256(run_id.encode("utf-8", "surrogatepass")).hexdigest()[:_TAG_DIGITS]
 
 
 @attrs.frozen
@@ -119,35 +149,69 @@ class Delivery:
         """The AG-UI event, parsed afresh from ``data`` on every access (detached)."""
         return _parse_event(self.data)
 
+    @property
+    def sse_id(self) -> str:
+        """The id clients see: ``<event_id>.<tag>``, the tag naming the Run (8 hex digits of a digest
+        of the run id). The SSE ``id:`` field, so what a reconnecting browser sends as
+        ``Last-Event-ID``; accepted back for this Run only (``parse_last_event_id``)."""
+        return f"{self.event_id}.{_run_tag(self.run_id)}"
+
     def sse(self) -> str:
-        """The Server-Sent Events frame for this event, carrying its id (``id: <event_id>``)."""
-        return sse_frame(self.event, event_id=self.event_id)
+        """The Server-Sent Events frame for this event, carrying its id (``id: <sse_id>``)."""
+        return sse_frame(self.event, event_id=self.sse_id)
 
 
-def parse_last_event_id(value: str | int | None) -> int:
-    """The event id a ``Last-Event-ID`` header (or query value) names; 0 for none.
+def parse_last_event_id(value: str | int | None, *, run_id: str) -> int:
+    """The event number a ``Last-Event-ID`` header (or query value) names in the Run ``run_id``; 0 for none.
 
-    Accepts None, an empty or blank string, a decimal string or an int.
-    Raises ValueError for anything else (a negative number, non-digits).
+    Accepts None or a blank string (from the start), an id this log gave an
+    event of that Run (``Delivery.sse_id``: ``<number>.<tag>``, surrounding
+    blanks ignored), or an int >= 0, taken as the log's own event number (the
+    Host's bookkeeping, such as ``Delivery.event_id``; a header value is a
+    str). Raises ``ForeignEventIdError`` (an ``UnknownEventIdError``, so a
+    ValueError) for anything else: an id of another Run, a bare number (the
+    id format before ids named their Run), a negative number, any other text
+    or type. TypeError for a run id that is not a str. Whether the number
+    was ever assigned is checked by the log (``replay``, ``follow``).
     """
+    if not isinstance(run_id, str):
+        raise TypeError(f"run_id must be a str, not {type(run_id).__name__}")
     if value is None:
         return 0
-    if isinstance(value, bool):
-        raise ValueError(f"not an event id: {value!r}")
-    if isinstance(value, int):
-        number = value
-    elif isinstance(value, str):
-        text = value.strip()
-        if not text:
-            return 0
-        if not text.isascii() or not text.isdigit():
-            raise ValueError(f"not an event id: {value!r}")
-        number = int(text)
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            raise ForeignEventIdError("is not an event id (a negative number)", run_id=run_id, event_id=value)
+        return value
+    if not isinstance(value, str):
+        raise ForeignEventIdError(f"is not an event id (a {type(value).__name__})", run_id=run_id, event_id=value)
+    text = value.strip()
+    if not text:
+        return 0
+    match = _SSE_ID.fullmatch(text)
+    if match is None:
+        if text.isascii() and text.isdigit():
+            reason = "is a bare number, not an id of this log (<number>.<run tag>)"
+        else:
+            reason = "is not an id of this log (<number>.<run tag>)"
+    elif match[2] != _run_tag(run_id):
+        reason = "is an id of another run"
     else:
-        raise ValueError(f"not an event id: {value!r}")
-    if number < 0:
-        raise ValueError(f"not an event id: {value!r}")
-    return number
+        return int(match[1])
+    raise ForeignEventIdError(reason, run_id=run_id, event_id=value)
+
+
+class _Unchecked(enum.Enum):
+    UNCHECKED = "unchecked"
+
+
+@attrs.frozen
+class _Head:
+    """A Run's row of the delivery log, checked against the highest event id stored."""
+
+    thread_id: str
+    cursor: int
+    last_event_id: int
+    finished: bool
 
 
 class SqliteDeliveryLog:
@@ -155,40 +219,66 @@ class SqliteDeliveryLog:
 
     ``path`` is the database file (created if missing, WAL mode; it may be
     the journal's file). ``poll_interval`` is how long ``follow`` sleeps, in
-    seconds, when it has caught up; ``synchronous`` and ``timeout`` are as for
-    ``SqliteSourceJournal``. Safe to use from several threads and tasks.
-    Raises ValueError for an in-memory path or an unknown ``synchronous``.
+    seconds, when it has caught up; ``synchronous``, ``timeout`` and
+    ``read_only`` are as for ``SqliteSourceJournal`` (read-only: ``record``
+    raises ``ReadOnlyStoreError``, every read works). Safe to use from
+    several threads and tasks, and from several processes at once. Raises
+    ValueError for an in-memory path or an unknown ``synchronous``, and the
+    journal's errors for a file that cannot be opened.
+
+    Every read checks what it uses (each row's types and checksum, and that
+    the Run's ids run from 1 to its last id with none missing) and raises
+    ``DamagedStoreError`` naming the table and the row instead of serving a
+    damaged log.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, poll_interval: float = 0.05, synchronous: str = "FULL",
-                 timeout: float = 30.0) -> None:
+                 timeout: float = 30.0, read_only: bool = False) -> None:
         self._poll_interval = poll_interval_seconds(poll_interval)
-        self._db = Database(path, synchronous=synchronous, timeout=timeout, schema=_SCHEMA)
+        self._db = Database(path, synchronous=synchronous, timeout=timeout, tables=(RUNS, EVENTS),
+                            read_only=read_only)
 
     @property
     def path(self) -> str:
         """The database file."""
         return self._db.path
 
+    @property
+    def read_only(self) -> bool:
+        """Whether the log was opened with ``read_only=True``."""
+        return self._db.read_only
+
     # -- writing -----------------------------------------------------------------
 
-    def record(self, item: HarnessStreamEvent, events: Sequence[BaseEvent]) -> tuple[Delivery, ...]:
+    def record(self, item: HarnessStreamEvent, events: Sequence[BaseEvent], *,
+               expected_cursor: Cursor | _Unchecked = _Unchecked.UNCHECKED) -> tuple[Delivery, ...]:
         """Assign ids to the events one source item produced and store them.
 
         Writes, in one transaction, the events (in order, with ids following
         the Run's last id) and the Run's delivery cursor, set to
         ``item.sequence``; an empty ``events`` only advances the cursor.
-        Returns the new deliveries. Raises TypeError for a value that is not
-        a source item or an AG-UI event; ``DeliveryOrderError`` when the item
-        is not the Run's next one by ``core.history.advance`` (the Run's first
-        record is sequence 0, each later one the next sequence, nothing after
-        the terminal item, the Thread of the first): already recorded, skipped
-        ahead, after the terminal item, another Thread. Its ``__cause__`` is
-        the ``HistoryError`` that says which. sqlite3 errors for storage
-        failures. On any error nothing is written.
+        ``expected_cursor``, when given, is the delivery cursor the caller
+        last saw (None: nothing recorded yet): a projector passes it so that
+        another projector's records are noticed. Returns the new deliveries.
+
+        Raises TypeError for a value that is not a source item or an AG-UI
+        event; ``ProjectorConflictError`` when the stored cursor is not
+        ``expected_cursor`` (another projector recorded since); and
+        ``DeliveryOrderError`` when the item is not the Run's next one by
+        ``core.history.advance`` (the Run's first record is sequence 0, each
+        later one the next sequence, nothing after the terminal item, the
+        Thread of the first): already recorded, skipped ahead, after the
+        terminal item, another Thread. Its ``__cause__`` is the
+        ``HistoryError`` that says which. ``ReadOnlyStoreError`` on a
+        read-only log, ``DamagedStoreError`` when the Run's stored rows are
+        damaged, sqlite3 errors for storage failures. On any error nothing
+        is written.
         """
         if not isinstance(item, (HarnessEvent, HarnessRunResultEvent)):
             raise TypeError(f"record() takes a Harness source item, not {type(item).__name__}")
+        if expected_cursor is not _Unchecked.UNCHECKED and expected_cursor is not None and (
+                not isinstance(expected_cursor, int) or isinstance(expected_cursor, bool)):
+            raise TypeError(f"expected_cursor is an int sequence or None, not {type(expected_cursor).__name__}")
         events = tuple(events)
         for e in events:
             if not isinstance(e, BaseEvent):
@@ -196,66 +286,66 @@ class SqliteDeliveryLog:
         rows = [(e.type.value if isinstance(e.type, EventType) else str(e.type), agui_to_json(e)) for e in events]
         run_id, seq = item.run_id, item.sequence
         finished = isinstance(item, HarnessRunResultEvent)
-        with self._db.write() as conn:
-            head = conn.execute(
-                "SELECT thread_id, source_cursor, last_event_id, finished FROM harness_agui_delivery_runs "
-                "WHERE run_id = ?", (run_id,)).fetchone()
+        with self._db.write("record", EVENTS) as conn:
+            head = self._head(conn, run_id)
+            found = None if head is None else head.cursor
+            if expected_cursor is not _Unchecked.UNCHECKED and expected_cursor != found:
+                raise ProjectorConflictError(run_id=run_id, cursor=expected_cursor, found=found)
             if head is None:
                 last_id, cursor = 0, HistoryCursor(run_id)
             else:
-                thread_id, last, last_id, done = head
-                cursor = HistoryCursor(run_id, thread_id, last + 1, bool(done))
+                last_id = head.last_event_id
+                cursor = HistoryCursor(run_id, head.thread_id, head.cursor + 1, head.finished)
             try:
                 advance(cursor, item)
             except HistoryError as e:
                 raise DeliveryOrderError(f"cannot record: {e.reason}", run_id=run_id, sequence=seq,
                                          cursor=cursor.last_sequence) from e
             out = tuple(Delivery(run_id, last_id + i, seq, kind, data) for i, (kind, data) in enumerate(rows, 1))
-            conn.executemany(
-                "INSERT INTO harness_agui_deliveries (run_id, event_id, source_sequence, event_type, data) "
-                "VALUES (?, ?, ?, ?, ?)", [(d.run_id, d.event_id, seq, d.event_type, d.data) for d in out])
+            conn.executemany(EVENTS.insert, [
+                EVENTS.sealed((d.run_id, d.event_id, seq, d.event_type, d.data)) for d in out])
             conn.execute(
-                "INSERT INTO harness_agui_delivery_runs (run_id, thread_id, source_cursor, last_event_id, finished) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET source_cursor = excluded.source_cursor, "
-                "last_event_id = excluded.last_event_id, finished = excluded.finished",
-                (run_id, item.thread_id, seq, last_id + len(out), int(finished)))
+                f"{RUNS.insert} ON CONFLICT (run_id) DO UPDATE SET source_cursor = excluded.source_cursor, "
+                "last_event_id = excluded.last_event_id, finished = excluded.finished, crc = excluded.crc",
+                RUNS.sealed((run_id, item.thread_id, seq, last_id + len(out), int(finished))))
         return out
 
     # -- reading -----------------------------------------------------------------
 
     def cursor(self, run_id: str) -> Cursor:
-        """The sequence of the last source item whose events are recorded; None if none is."""
-        row = self._db.conn().execute("SELECT source_cursor FROM harness_agui_delivery_runs WHERE run_id = ?",
-                                      (run_id,)).fetchone()
-        return None if row is None else row[0]
+        """The sequence of the last source item whose events are recorded; None if none is.
+        Raises ``DamagedStoreError`` when the Run's row is damaged or disagrees with its events."""
+        head = self._read_head(run_id)
+        return None if head is None else head.cursor
 
     def last_event_id(self, run_id: str) -> int:
-        """The last event id assigned in the Run (the number of events recorded); 0 if none."""
-        row = self._db.conn().execute("SELECT last_event_id FROM harness_agui_delivery_runs WHERE run_id = ?",
-                                      (run_id,)).fetchone()
-        return 0 if row is None else row[0]
+        """The last event number assigned in the Run (the number of events recorded); 0 if none.
+        Raises as ``cursor`` does."""
+        head = self._read_head(run_id)
+        return 0 if head is None else head.last_event_id
 
     def finished(self, run_id: str) -> bool:
-        """Whether the events of the Run's terminal item are recorded."""
-        row = self._db.conn().execute("SELECT finished FROM harness_agui_delivery_runs WHERE run_id = ?",
-                                      (run_id,)).fetchone()
-        return bool(row and row[0])
+        """Whether the events of the Run's terminal item are recorded. Raises as ``cursor`` does."""
+        head = self._read_head(run_id)
+        return head is not None and head.finished
 
     def replay(self, run_id: str, *, after: str | int | None = None) -> tuple[Delivery, ...]:
         """Every recorded event of the Run after the id ``after``, in id order.
 
-        ``after`` is a ``Last-Event-ID`` value (see ``parse_last_event_id``);
-        None or 0 means from the first event. Returns what is recorded now.
-        Raises ValueError for a malformed id and ``UnknownEventIdError`` for
-        an id beyond the last one assigned.
+        ``after`` is a ``Last-Event-ID`` value or the log's own number (see
+        ``parse_last_event_id``); None, blank or 0 means from the first
+        event. Returns what is recorded now. Raises ``ForeignEventIdError``
+        for an id that is not one of this Run's, ``UnknownEventIdError`` for
+        a number beyond the last one assigned (both ValueErrors), and
+        ``DamagedStoreError`` when a row of the Run is damaged or missing.
         """
-        start = parse_last_event_id(after)
-        with self._db.read() as conn:
-            self._known(conn, run_id, start)
-            rows = conn.execute(
-                "SELECT event_id, source_sequence, event_type, data FROM harness_agui_deliveries "
-                "WHERE run_id = ? AND event_id > ? ORDER BY event_id", (run_id, start)).fetchall()
-        return tuple(Delivery(run_id, *row) for row in rows)
+        start = parse_last_event_id(after, run_id=run_id)
+        with self._db.read(EVENTS, f"the events of run {run_id!r} after {start}") as conn:
+            head = self._head(conn, run_id)
+            last = self._known(run_id, head, start, after)
+            rows = conn.execute(f"SELECT {EVENTS.select} FROM {EVENTS.name} WHERE run_id = ? AND event_id > ? "
+                                "ORDER BY event_id", (run_id, start)).fetchall()
+        return tuple(self._deliveries(run_id, start, rows, last, to_the_end=True))
 
     def follow(self, run_id: str, *, after: str | int | None = None, poll_interval: float | None = None,
                ) -> AsyncIterator[Delivery]:
@@ -264,22 +354,26 @@ class SqliteDeliveryLog:
         Returns an async iterator: first what is recorded, then, polling every
         ``poll_interval`` seconds (the log's default if None), each new
         delivery, ending after the Run's terminal event. The Run need not
-        have started yet. A malformed ``after`` raises ValueError from this
-        call; an id beyond the last one assigned raises
-        ``UnknownEventIdError`` from the first iteration.
+        have started yet. An ``after`` that is not an id of this Run raises
+        ``ForeignEventIdError`` from this call, before anything is read; a
+        number beyond the last one assigned raises ``UnknownEventIdError``
+        from the first iteration, before anything is yielded; a damaged or
+        missing row raises ``DamagedStoreError`` before it would be yielded.
         """
-        start = parse_last_event_id(after)
+        start = parse_last_event_id(after, run_id=run_id)
         interval = self._poll_interval if poll_interval is None else poll_interval_seconds(poll_interval)
-        return self._follow(run_id, start, interval)
+        return self._follow(run_id, start, after, interval)
 
     def sse(self, run_id: str, *, last_event_id: str | int | None = None, poll_interval: float | None = None,
             ) -> AsyncIterator[str]:
         """Server-Sent Events frames for a client that last saw ``last_event_id``.
 
         Exactly ``follow`` with each delivery rendered as its SSE frame (an
-        ``id:`` line with the event id, then the ``data:`` line), so the
+        ``id:`` line with its ``sse_id``, then the ``data:`` line), so the
         browser sends the right ``Last-Event-ID`` when it reconnects. Raises
-        as ``follow`` does.
+        as ``follow`` does: a foreign or malformed ``last_event_id`` from this
+        call, so that a Host can answer with an error status before it starts
+        a stream.
         """
         deliveries = self.follow(run_id, after=last_event_id, poll_interval=poll_interval)
         return _frames(deliveries)
@@ -295,43 +389,91 @@ class SqliteDeliveryLog:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<SqliteDeliveryLog {self._db.path!r}{' closed' if self._db.closed else ''}>"
+        state = " closed" if self._db.closed else " read-only" if self._db.read_only else ""
+        return f"<SqliteDeliveryLog {self._db.path!r}{state}>"
 
     # -- internals -----------------------------------------------------------------
 
+    def _head(self, conn: Any, run_id: str) -> _Head | None:
+        path = self._db.path
+        row = conn.execute(f"SELECT {RUNS.select} FROM {RUNS.name} WHERE run_id = ?", (run_id,)).fetchone()
+        top = conn.execute(f"SELECT MAX(event_id) FROM {EVENTS.name} WHERE run_id = ?", (run_id,)).fetchone()[0]
+        if row is None:
+            if top is not None:
+                raise RUNS.damaged(path, None, f"missing, while {EVENTS.name} holds events of the run "
+                                               f"(up to id {top!r:.40})", run_id=run_id)
+            return None
+        run, thread_id, cursor, last, finished = RUNS.checked(path, row)
+        if run != run_id:
+            raise RUNS.damaged(path, None, f"the index gave the row of run {run!r:.80}", row[0], run_id=run_id)
+        if last < 0:
+            raise RUNS.damaged(path, None, f"column last_event_id holds {last}", run_id=run_id)
+        if top != (last or None):
+            if top is not None and type(top) is not int:
+                raise EVENTS.damaged(path, None, "column event_id does not hold an integer", run_id=run_id,
+                                     event_id=top)
+            if top is not None and top > last:
+                raise EVENTS.damaged(path, None, f"beyond the run's last event id {last}", run_id=run_id,
+                                     event_id=top)
+            raise EVENTS.damaged(path, None, f"missing: the run's last event id is {last}", run_id=run_id,
+                                 event_id=(top or 0) + 1)
+        return _Head(thread_id, cursor, last, bool(finished))
+
+    def _read_head(self, run_id: str) -> _Head | None:
+        with self._db.read(RUNS, f"the delivery row of run {run_id!r}") as conn:
+            return self._head(conn, run_id)
+
     @staticmethod
-    def _known(conn: Any, run_id: str, after: int) -> None:
-        if after == 0:
-            return
-        row = conn.execute("SELECT last_event_id FROM harness_agui_delivery_runs WHERE run_id = ?",
-                           (run_id,)).fetchone()
-        last = 0 if row is None else row[0]
+    def _known(run_id: str, head: _Head | None, after: int, asked: str | int | None) -> int:
+        last = 0 if head is None else head.last_event_id
         if after > last:
-            raise UnknownEventIdError(run_id=run_id, event_id=after, last_event_id=last)
+            raise UnknownEventIdError(run_id=run_id, event_id=asked if asked is not None else after,
+                                      last_event_id=last)
+        return last
 
-    def _page(self, run_id: str, after: int, check: bool) -> tuple[list[tuple[Any, ...]], bool, int]:
-        with self._db.read() as conn:
-            if check:
-                self._known(conn, run_id, after)
-            head = conn.execute("SELECT last_event_id, finished FROM harness_agui_delivery_runs WHERE run_id = ?",
-                                (run_id,)).fetchone()
-            rows = conn.execute(
-                "SELECT event_id, source_sequence, event_type, data FROM harness_agui_deliveries "
-                "WHERE run_id = ? AND event_id > ? ORDER BY event_id LIMIT ?", (run_id, after, _PAGE)).fetchall()
-        last_id, finished = (0, False) if head is None else (head[0], bool(head[1]))
-        return rows, finished, last_id
+    def _deliveries(self, run_id: str, after: int, rows: list[Any], last: int, *, to_the_end: bool,
+                    ) -> list[Delivery]:
+        # Rows of ids after+1, after+2, ... (and, read to the end, through ``last``), or DamagedStoreError.
+        path = self._db.path
+        out = []
+        due = after + 1
+        for row in rows:
+            run, event_id, seq, kind, data = EVENTS.checked(path, row)
+            if run != run_id:
+                raise EVENTS.damaged(path, None, f"the run's index gave a row of run {run!r:.80}", run_id=run_id,
+                                     event_id=event_id)
+            if event_id != due:
+                raise EVENTS.damaged(path, None, f"missing (the next event stored is {event_id})", run_id=run_id,
+                                     event_id=due)
+            out.append(Delivery(run_id, event_id, seq, kind, data))
+            due += 1
+        if to_the_end and due <= last:
+            raise EVENTS.damaged(path, None, f"missing: the run's last event id is {last}", run_id=run_id,
+                                 event_id=due)
+        return out
 
-    async def _follow(self, run_id: str, after: int, interval: float) -> AsyncIterator[Delivery]:
+    def _page(self, run_id: str, after: int, asked: str | int | None, check: bool,
+              ) -> tuple[list[Delivery], bool, int]:
+        with self._db.read(EVENTS, f"the events of run {run_id!r} after {after}") as conn:
+            head = self._head(conn, run_id)
+            last = self._known(run_id, head, after, asked) if check else (0 if head is None else head.last_event_id)
+            rows = conn.execute(f"SELECT {EVENTS.select} FROM {EVENTS.name} WHERE run_id = ? AND event_id > ? "
+                                "ORDER BY event_id LIMIT ?", (run_id, after, _PAGE)).fetchall()
+        deliveries = self._deliveries(run_id, after, rows, last, to_the_end=len(rows) < _PAGE)
+        return deliveries, head is not None and head.finished, last
+
+    async def _follow(self, run_id: str, after: int, asked: str | int | None, interval: float,
+                      ) -> AsyncIterator[Delivery]:
         check = True
         while True:
-            rows, finished, last_id = await asyncio.to_thread(self._page, run_id, after, check)
+            deliveries, finished, last_id = await asyncio.to_thread(self._page, run_id, after, asked, check)
             check = False
-            for row in rows:
-                yield Delivery(run_id, *row)
-                after = row[0]
+            for delivery in deliveries:
+                yield delivery
+                after = delivery.event_id
             if finished and after >= last_id:
                 return
-            if not rows:
+            if not deliveries:
                 await asyncio.sleep(interval)
 
 

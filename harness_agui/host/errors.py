@@ -12,8 +12,12 @@
 # sequence) raises ``JournalConflictError``, which is also a
 # ``SequenceOrderError`` (the item repeats or goes back to a stored
 # sequence); a delivery log asked to record out of order or to resume from an
-# unknown event id raises a ``DeliveryError``. StorageErrors are ValueErrors:
-# the caller passed a value the store cannot accept.
+# unknown event id raises a ``DeliveryError``. A store opened read-only
+# refuses every write with ``ReadOnlyStoreError``. A store whose file turns
+# out to be damaged (a page SQLite cannot read, a row whose checksum, type or
+# neighbours do not fit) raises ``DamagedStoreError`` naming the table and
+# the row instead of serving what it read. StorageErrors are ValueErrors: the
+# caller passed a value (or a file) the store cannot accept.
 
 from __future__ import annotations
 
@@ -35,17 +39,53 @@ __all__ = [
     "AfterTerminalError",
     "IncompletePrefixError",
     "StorageError",
+    "DamagedStoreError",
+    "ReadOnlyStoreError",
     "JournalConflictError",
     "DeliveryError",
     "DeliveryOrderError",
     "UnknownEventIdError",
+    "ForeignEventIdError",
     "DeliveryMismatchError",
+    "ProjectorConflictError",
 ]
 
 
 class StorageError(HarnessAguiError, ValueError):
-    """A Host-kit store (source journal, delivery log) refused a value;
-    nothing was written."""
+    """A Host-kit store (source journal, delivery log) refused a value, or
+    found its file damaged; nothing was written."""
+
+
+class DamagedStoreError(StorageError):
+    """The store's file is damaged: SQLite reports it corrupt, or a row read
+    back does not hold what was written (a checksum that does not match, a
+    value of the wrong type, an event id missing between its neighbours).
+
+    Nothing read from the damaged part is returned, and nothing is written.
+    ``path`` is the database file, ``table`` the table being read (None when
+    the file could not be read at all), ``row`` the row's key as text (for
+    example ``run_id='r', sequence=3``; None when SQLite could not say which
+    row), ``reason`` what was wrong. Restore the file from a copy: the store
+    does not repair it.
+    """
+
+    def __init__(self, reason: str, *, path: str, table: str | None = None, row: str | None = None) -> None:
+        self.path = path
+        self.table = table
+        self.row = row
+        self.reason = reason
+        where = "" if table is None else f"table {table}" + ("" if row is None else f", row {row}") + ": "
+        super().__init__(f"{path}: damaged: {where}{reason}")
+
+
+class ReadOnlyStoreError(StorageError):
+    """A write was asked of a store opened with ``read_only=True``; nothing
+    was written. ``path`` is the database file, ``operation`` the method."""
+
+    def __init__(self, operation: str, *, path: str) -> None:
+        self.path = path
+        self.operation = operation
+        super().__init__(f"{path}: opened read-only: {operation}() is refused")
 
 
 class JournalConflictError(SequenceOrderError, StorageError):
@@ -88,15 +128,31 @@ class DeliveryOrderError(DeliveryError):
 
 
 class UnknownEventIdError(DeliveryError):
-    """A client asked for the events after an id this log never assigned.
+    """A client asked for the events after an id this log never assigned to the Run.
 
-    ``event_id`` is what was asked, ``last_event_id`` the last id assigned.
+    ``event_id`` is what was asked, as given (the number, or the header's
+    text); ``last_event_id`` the last id number assigned in the Run, None
+    when the id was refused without looking (a ``ForeignEventIdError``).
     """
 
-    def __init__(self, *, run_id: str, event_id: int, last_event_id: int) -> None:
-        super().__init__(f"event id {event_id} was never assigned (last is {last_event_id})", run_id=run_id)
+    def __init__(self, *, run_id: str, event_id: str | int, last_event_id: int | None,
+                 reason: str | None = None) -> None:
+        if reason is None:
+            reason = f"event id {event_id} was never assigned (last is {last_event_id})"
+        super().__init__(reason, run_id=run_id)
         self.event_id = event_id
         self.last_event_id = last_event_id
+
+
+class ForeignEventIdError(UnknownEventIdError):
+    """A ``Last-Event-ID`` that is not an id of this Run: another Run's id,
+    a bare number (the id format before ids named their Run) or no id at all.
+    Refused before anything is read or streamed; ``last_event_id`` is None.
+    """
+
+    def __init__(self, reason: str, *, run_id: str, event_id: str | int) -> None:
+        super().__init__(run_id=run_id, event_id=event_id, last_event_id=None,
+                         reason=f"Last-Event-ID {event_id!r:.80} {reason}")
 
 
 class DeliveryMismatchError(DeliveryError):
@@ -106,3 +162,20 @@ class DeliveryMismatchError(DeliveryError):
     events recorded for the delivered prefix (a processor that is not
     replay-stable, or a journal and delivery log that do not belong together).
     """
+
+
+class ProjectorConflictError(DeliveryError):
+    """Another projector recorded events for the Run since this one started.
+
+    Two projectors ran on one Run at once (a Host restarted while its old
+    process still runs, or ``project_run`` called twice): the delivery cursor
+    moved under this one. Nothing was written by the call that found it; the
+    log stays whole, and the other projector goes on. ``cursor`` is the
+    delivery cursor this projector expected, ``found`` the one stored.
+    """
+
+    def __init__(self, *, run_id: str, cursor: int | None, found: int | None) -> None:
+        super().__init__(f"another projector recorded events for this run since this one started (it expected "
+                         f"the delivery cursor at {cursor}, found {found})", run_id=run_id)
+        self.cursor = cursor
+        self.found = found

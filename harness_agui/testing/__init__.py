@@ -3,7 +3,9 @@
 ``SourceBuilder`` and ``simulated_run`` (from ``testing.builder``) write the
 items of a Run in a few lines and need nothing beyond the core. The
 hypothesis strategies (``testing.strategies``: ``histories``,
-``complete_histories``, ``invalid_cases``, ...) need hypothesis, installed by
+``complete_histories``, ``invalid_cases``, ...; ``testing.delegation``:
+``delegating_runs``, ``delegating_histories``, ... for streams of Runs that
+delegate to subagents, and ``simulated_delegation``) need hypothesis, installed by
 the ``testing`` extra; they are loaded on first use, so importing this package
 works without it.
 """
@@ -18,9 +20,19 @@ from .builder import DEMO_START, SourceBuilder, simulated_run
 __all__ = ["SourceBuilder", "simulated_run", "DEMO_START"]
 
 
+# Names served lazily by ``testing.delegation`` (streams of delegating Runs);
+# every other name is looked up in ``testing.strategies``.
+_DELEGATION = frozenset({
+    "RunWriter", "PlannedSubagent", "DelegatingRun", "delegating_runs", "delegating_histories",
+    "complete_delegating_histories", "live_delegating_histories", "simulated_delegation",
+})
+
+
 def __getattr__(name: str) -> Any:
     if name.startswith("__"):
         raise AttributeError(name)
+    if name in _DELEGATION:
+        return getattr(importlib.import_module(f"{__name__}.delegation"), name)
     strategies = importlib.import_module(f"{__name__}.strategies")
     try:
         return getattr(strategies, name)

@@ -100,12 +100,13 @@ class SourceBuilder:
         return self.part(index, TextPart(content="", id=id), [TextPartDelta(content_delta=c) for c in chunks],
                          TextPart(content="".join(chunks), id=id))
 
-    def thinking(self, index: int, chunks: Sequence[str], *, signature: str | None = None) -> SourceBuilder:
+    def thinking(self, index: int, chunks: Sequence[str], *, signature: str | None = None,
+                 id: str | None = None) -> SourceBuilder:
         deltas: list[PartDelta] = [ThinkingPartDelta(content_delta=c) for c in chunks]
         if signature:
             deltas.append(ThinkingPartDelta(signature_delta=signature))
-        return self.part(index, ThinkingPart(content=""), deltas,
-                         ThinkingPart(content="".join(chunks), signature=signature))
+        return self.part(index, ThinkingPart(content="", id=id), deltas,
+                         ThinkingPart(content="".join(chunks), id=id, signature=signature))
 
     def tool_call(self, index: int, name: str, call_id: str, arg_chunks: Sequence[str]) -> SourceBuilder:
         return self.part(index, ToolCallPart(tool_name=name, args=None, tool_call_id=call_id),
@@ -119,7 +120,7 @@ class SourceBuilder:
     def observation(self, name: str, value: JSON) -> SourceBuilder:
         return self.event(ObservationEvent(name=name, value=value))
 
-    def completed(self, output: JSON, **usage: int) -> SourceBuilder:
+    def completed(self, output: JSON, **usage: Any) -> SourceBuilder:
         return self.result(RunResult(status="completed", output=output, usage=Usage(**usage) if usage else None))
 
     def failed(self, code: str, message: str) -> SourceBuilder:

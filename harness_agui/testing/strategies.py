@@ -59,16 +59,27 @@ from ..core.errors import (
 from ..core.source import (
     EXTENSION_KINDS,
     INPUT_SOURCES,
+    PART_KINDS,
     RUN_STATUSES,
     TOOL_OUTCOMES,
+    BinaryContent,
+    BuiltinToolReturnPart,
+    CapabilityEvent,
+    ContentList,
     Deferred,
     DeferredToolCall,
+    DeferredToolRequestsEvent,
+    EnqueuedMessagesEvent,
     ExtensionEvent,
     Failure,
+    FilePart,
+    FinalResultEvent,
     HarnessEvent,
     HarnessRunResultEvent,
     HarnessStreamEvent,
     InputEvent,
+    MediaContent,
+    MessageHistory,
     ObservationEvent,
     Part,
     PartDelta,
@@ -76,20 +87,34 @@ from ..core.source import (
     PartEndEvent,
     PartStartEvent,
     Payload,
+    RetryInfo,
     RunResult,
     TextPart,
     TextPartDelta,
     ThinkingPart,
     ThinkingPartDelta,
+    ToolCallEvent,
     ToolCallPart,
     ToolCallPartDelta,
+    ToolContent,
     ToolResultEvent,
+    UnknownDelta,
+    UnknownEvent,
+    UnknownPart,
     Usage,
 )
 
 __all__ = [
     "json_values",
     "json_objects",
+    "binary_contents",
+    "media_contents",
+    "tool_contents",
+    "parts",
+    "deltas",
+    "payloads",
+    "run_results",
+    "source_items",
     "histories",
     "complete_histories",
     "live_histories",
@@ -162,6 +187,207 @@ _DEFERRED_ARGS = st.none() | json_objects(max_size=2) | st.text(_CHARS, max_size
 def _pick(draw: Draw, options: Sequence[Any]) -> Any:
     """One of ``options`` (cheaper than building a sampled_from per draw)."""
     return options[draw(st.integers(0, len(options) - 1))]
+
+
+# -- single source values ----------------------------------------------------------------------
+# Every form of every source value, each optional field set or not, for
+# round-trip properties (wire format, a13n adapter) rather than for histories:
+# these values need not form a valid Run.
+
+_OPT_TEXT = st.none() | st.text(_CHARS, max_size=8)
+_OPT_NAME = st.none() | _NAMES
+_DETAILS = st.none() | json_objects(max_size=2)
+_ARRAYS = st.lists(json_values(max_leaves=3), max_size=3)
+_OPT_ARRAYS = st.none() | _ARRAYS
+_MEDIA_TYPES = st.sampled_from(("image/png", "image/jpeg", "audio/wav", "application/pdf", "text/plain"))
+_AWARE = st.datetimes(min_value=datetime(1970, 1, 2), max_value=datetime(2200, 1, 1),
+                      timezones=st.sampled_from(_ZONES))
+_OUTCOMES: st.SearchStrategy[Any] = st.sampled_from(TOOL_OUTCOMES)
+_COUNTS = st.none() | st.integers(0, 2**53 - 1)
+_DECIMALS = st.none() | st.decimals(allow_nan=False, allow_infinity=False, places=6,
+                                    min_value=-(10**9), max_value=10**9).map(str)
+
+
+@functools.cache
+def binary_contents() -> st.SearchStrategy[BinaryContent]:
+    """Binary content: any bytes (empty too), a media type, maybe an
+    identifier and vendor metadata."""
+    return st.builds(BinaryContent, data=st.binary(max_size=48), media_type=_MEDIA_TYPES, identifier=_OPT_NAME,
+                     vendor_metadata=_DETAILS)
+
+
+@functools.cache
+def media_contents() -> st.SearchStrategy[MediaContent]:
+    """Other multimodal items: the pydantic-ai kinds and unknown ones."""
+    kinds = st.sampled_from(("image-url", "audio-url", "document-url", "video-url", "uploaded-file", "cache-point"))
+    return st.builds(MediaContent, kind=kinds | _NAMES, data=json_objects(max_size=3))
+
+
+@functools.cache
+def tool_contents() -> st.SearchStrategy[ToolContent]:
+    """Tool content of every form: JSON (lists included), a binary or media
+    item, and lists mixing JSON with at least one binary or media item."""
+    rich = binary_contents() | media_contents()
+    items = st.lists(json_values(max_leaves=2) | rich, max_size=2)
+    lists = st.tuples(items, rich, items).map(lambda t: ContentList(items=(*t[0], t[1], *t[2])))
+    return json_values() | rich | lists
+
+
+def _tool_call_parts(builtin: st.SearchStrategy[bool] = _BOOLS) -> st.SearchStrategy[ToolCallPart]:
+    args = st.none() | st.text(_CHARS, max_size=16) | json_objects()
+    return st.builds(ToolCallPart, tool_name=st.text(_CHARS, max_size=8), args=args, tool_call_id=_NAMES,
+                     tool_kind=_OPT_NAME, id=_OPT_NAME, provider_name=_OPT_TEXT, provider_details=_DETAILS,
+                     builtin=builtin)
+
+
+@functools.cache
+def _start_only_parts() -> dict[type, st.SearchStrategy[Part]]:
+    return {
+        BuiltinToolReturnPart: st.builds(
+            BuiltinToolReturnPart, tool_name=_SHORT, content=tool_contents(), tool_call_id=_NAMES,
+            tool_kind=_OPT_NAME, metadata=json_values(max_leaves=3), timestamp=st.none() | _AWARE,
+            outcome=_OUTCOMES, provider_name=_OPT_TEXT, provider_details=_DETAILS),
+        FilePart: st.builds(FilePart, content=binary_contents(), id=_OPT_NAME, provider_name=_OPT_TEXT,
+                            provider_details=_DETAILS),
+        UnknownPart: st.builds(UnknownPart, part_kind=st.sampled_from(("speech", "compaction", "tool-search-call"))
+                               | _NAMES, data=json_objects(max_size=3)),
+    }
+
+
+_UNKNOWN_DELTAS = st.builds(UnknownDelta, part_delta_kind=st.just("speech") | _NAMES, data=json_objects(max_size=3))
+
+
+@functools.cache
+def parts() -> st.SearchStrategy[Part]:
+    """Every part: text, thinking, tool call (builtin or not), builtin tool
+    return, file, and parts of kinds this release does not model."""
+    return st.one_of(
+        st.builds(TextPart, content=_CONTENT, id=_OPT_NAME, provider_name=_OPT_TEXT, provider_details=_DETAILS,
+                  citations=_OPT_ARRAYS),
+        st.builds(ThinkingPart, content=_CONTENT, id=_OPT_NAME, signature=_OPT_TEXT, provider_name=_OPT_TEXT,
+                  provider_details=_DETAILS),
+        _tool_call_parts(),
+        *_start_only_parts().values(),
+    )
+
+
+@functools.cache
+def deltas() -> st.SearchStrategy[PartDelta]:
+    """Every delta, including signature-only thinking deltas and deltas of
+    kinds this release does not model."""
+    return st.one_of(
+        st.builds(TextPartDelta, content_delta=_CONTENT, provider_name=_OPT_TEXT, provider_details=_DETAILS,
+                  citations_delta=_OPT_ARRAYS),
+        st.builds(ThinkingPartDelta, content_delta=_OPT_TEXT, signature_delta=_OPT_TEXT, provider_name=_OPT_TEXT,
+                  provider_details=_DETAILS),
+        st.builds(ToolCallPartDelta, tool_name_delta=_OPT_TEXT, args_delta=st.none() | _SHORT | json_objects(),
+                  tool_call_id=_OPT_NAME, provider_name=_OPT_TEXT, provider_details=_DETAILS),
+        _UNKNOWN_DELTAS,
+    )
+
+
+_PART_KIND_NAMES = st.none() | st.sampled_from(PART_KINDS) | _NAMES
+
+
+@st.composite
+def _tool_results(draw: Draw) -> ToolResultEvent:
+    output = draw(_BOOLS)
+    retry = draw(st.none() | st.builds(RetryInfo, cause=st.sampled_from(("model_retry", "validation_error")) | _NAMES,
+                                       attempt=_COUNTS, max_retries=_COUNTS))
+    return ToolResultEvent(
+        tool_call_id=draw(_NAMES), tool_name=draw(_SHORT), outcome=draw(_OUTCOMES), content=draw(tool_contents()),
+        tool_kind=draw(_OPT_NAME), metadata=draw(json_values(max_leaves=3)), timestamp=draw(st.none() | _AWARE),
+        retry=retry, user_content=None if output else draw(st.none() | tool_contents()), output=output)
+
+
+@functools.cache
+def payloads() -> st.SearchStrategy[Payload]:
+    """Every payload form with every optional field set or not, unknown
+    kinds (event, capability, part, delta, extension kind, input source)
+    and binary content included."""
+    ids = _NAMES
+    return st.one_of(
+        st.builds(PartStartEvent, index=st.integers(0, 2**31), part=parts(), previous_part_kind=_PART_KIND_NAMES),
+        st.builds(PartDeltaEvent, index=st.integers(0, 2**31), delta=deltas()),
+        st.builds(PartEndEvent, index=st.integers(0, 2**31), part=parts(), next_part_kind=_PART_KIND_NAMES),
+        st.builds(FinalResultEvent, tool_name=_OPT_TEXT, tool_call_id=_OPT_NAME),
+        st.builds(ToolCallEvent, part=_tool_call_parts(), args_valid=st.none() | _BOOLS, output=_BOOLS),
+        _tool_results(),
+        st.builds(DeferredToolRequestsEvent, calls=st.lists(_tool_call_parts(), max_size=2).map(tuple),
+                  approvals=st.lists(_tool_call_parts(), max_size=2).map(tuple), metadata=json_objects(max_size=2)),
+        st.builds(EnqueuedMessagesEvent, enqueue_id=ids, messages=_ARRAYS, parts=_ARRAYS),
+        st.builds(InputEvent, input_id=ids, source=st.sampled_from(INPUT_SOURCES) | _NAMES,
+                  content=_CONTENT | json_objects(), metadata=_DETAILS, capability_id=_OPT_NAME,
+                  tool_call_id=_OPT_NAME, tool_name=_OPT_TEXT),
+        st.builds(CapabilityEvent, kind=st.sampled_from(("a13n.shell.status", "a13n.filesystem.edit_applied")) | ids,
+                  capability_id=_OPT_NAME, tool_call_id=_OPT_NAME, tool_name=_OPT_TEXT, data=json_objects()),
+        st.builds(ExtensionEvent, kind=st.sampled_from(EXTENSION_KINDS) | ids, schema_version=_SHORT,
+                  payload=json_values()),
+        st.builds(ObservationEvent, name=ids, value=json_values()),
+        st.builds(UnknownEvent, event_kind=st.sampled_from(("deferred_tool_results", "custom")) | ids,
+                  data=json_objects()),
+    )
+
+
+@st.composite
+def _deferred_calls(draw: Draw) -> DeferredToolCall:
+    target = draw(_tool_call_parts(st.just(False)))
+    full = draw(_BOOLS)
+    return DeferredToolCall(tool_call_id=target.tool_call_id, tool_name=target.tool_name, args=target.args,
+                            target_identity=draw(_OPT_TEXT), target_call=target if full else None,
+                            model_call=draw(st.none() | _tool_call_parts(st.just(False))))
+
+
+_FULL_USAGES = st.none() | st.builds(
+    Usage, input_tokens=_COUNTS, output_tokens=_COUNTS, cache_read_tokens=_COUNTS, reasoning_tokens=_COUNTS,
+    cache_write_tokens=_COUNTS, input_audio_tokens=_COUNTS, cache_audio_read_tokens=_COUNTS,
+    output_audio_tokens=_COUNTS, audio_seconds=_DECIMALS, cost=_DECIMALS,
+    details=st.none() | st.dictionaries(_SHORT, st.integers(0, 10**6), max_size=2), requests=_COUNTS,
+    tool_calls=_COUNTS, provider_receipts=_COUNTS, unknown_cost_records=_COUNTS, incomplete_requests=_COUNTS,
+    model_usage_coverage=st.none() | st.sampled_from(("all", "responses_only")))
+
+
+@st.composite
+def _run_results(draw: Draw) -> RunResult:
+    status = draw(st.sampled_from(RUN_STATUSES))
+    common: dict[str, Any] = {
+        "usage": draw(_FULL_USAGES),
+        "state": draw(st.none() | json_objects(max_size=3)),
+        "usage_records": draw(_OPT_ARRAYS),
+        "history": draw(st.none() | st.lists(json_objects(max_size=2), max_size=3).flatmap(
+            lambda messages: st.builds(MessageHistory, st.just(messages), st.integers(0, len(messages))))),
+    }
+    if status == "completed":
+        return RunResult(status="completed", output=draw(json_values()), **common)
+    if status == "failed":
+        failure = Failure(code=draw(_NAMES), message=draw(_CONTENT), details=draw(_DETAILS),
+                          retry_hint=draw(st.none() | st.sampled_from(("none", "new_run", "dependency_change"))))
+        return RunResult(status="failed", failure=failure, **common)
+    if status == "cancelled":
+        return RunResult(status="cancelled", **common)
+    unique = st.lists(_deferred_calls(), max_size=2, unique_by=lambda c: c.tool_call_id).map(tuple)
+    calls, approvals = draw(unique), draw(unique)
+    if not (calls or approvals):
+        calls = (draw(_deferred_calls()),)
+    deferred = Deferred(calls=calls, approvals=approvals, metadata=draw(_DETAILS))
+    return RunResult(status="suspended", deferred=deferred, suspend_reason=draw(st.none() | st.just("deferred")),
+                     **common)
+
+
+@functools.cache
+def run_results() -> st.SearchStrategy[RunResult]:
+    """Run results of every status with every field set or not (deferred
+    calls with and without their full target and model calls)."""
+    return _run_results()
+
+
+@functools.cache
+def source_items() -> st.SearchStrategy[HarnessStreamEvent]:
+    """Single source items of every form (``payloads()`` in an envelope, or
+    a terminal ``run_results()``), with any correlation: not a Run's history."""
+    envelope = {"thread_id": _NAMES, "run_id": _NAMES, "sequence": st.integers(0, 2**53 - 1), "occurred_at": _AWARE}
+    return st.builds(HarnessEvent, event=payloads(), **envelope) | st.builds(
+        HarnessRunResultEvent, result=run_results(), **envelope)
 
 
 # -- valid histories ------------------------------------------------------------------------
@@ -239,7 +465,7 @@ class _RunWriter:
 
     def step(self) -> None:
         choices = ["text", "delta", "end", "thinking", "tool_call", "observation", "tool_result", "input",
-                   "extension", "request", "delta", "delta", "end", "tool_call", "delta"]
+                   "extension", "request", "delta", "delta", "end", "tool_call", "delta", "native"]
         if any(c not in self.answered_calls for c in self.ended_calls):
             choices += ["tool_result", "tool_result"]
         if len(self.open) >= 4:
@@ -390,7 +616,7 @@ class _RunWriter:
             call_id = _pick(self.draw, self.answered_calls)
         else:
             call_id = self.fresh("unknown-call-")
-        content = self.draw(json_values())
+        content: ToolContent = self.draw(json_values() if self.draw(_BOOLS) else tool_contents())
         if self.large and _rarely(self.draw, 15):
             content = _repeat_to(self.draw(_BASES), 70_000)
         self.emit(ToolResultEvent(tool_call_id=call_id, tool_name=self.draw(_SHORT),
@@ -422,6 +648,35 @@ class _RunWriter:
                        "data": payload}
         self.emit(ExtensionEvent(kind=kind, schema_version=_pick(self.draw, ("1", "1.1", "2")),
                                  payload=payload))
+
+    def _native(self) -> None:
+        """One of the other payloads of a real Harness: the ones the projection
+        passes on as CUSTOM events, and parts that only start."""
+        draw = self.draw
+        kind = _pick(draw, ("final_result", "tool_call", "capability", "unknown", "deferred", "enqueued",
+                            "builtin_return", "file", "unknown_part", "unknown_delta"))
+        payload: Payload
+        if kind == "final_result":
+            payload = FinalResultEvent(tool_name=draw(_OPT_TEXT), tool_call_id=draw(_OPT_NAME))
+        elif kind == "tool_call":
+            payload = draw(st.builds(ToolCallEvent, part=_tool_call_parts(), args_valid=st.none() | _BOOLS,
+                                     output=_BOOLS))
+        elif kind == "capability":
+            payload = CapabilityEvent(kind="a13n.shell.status", capability_id=draw(_OPT_NAME),
+                                      data=draw(json_objects(max_size=2)))
+        elif kind == "unknown":
+            payload = UnknownEvent(event_kind=draw(_NAMES), data=draw(json_objects(max_size=2)))
+        elif kind == "deferred":
+            payload = DeferredToolRequestsEvent(calls=(draw(_tool_call_parts(st.just(False))),))
+        elif kind == "enqueued":
+            payload = EnqueuedMessagesEvent(enqueue_id=self.fresh("enqueue-"), messages=draw(_ARRAYS))
+        elif kind == "unknown_delta":
+            payload = PartDeltaEvent(index=self.draw(st.integers(0, 3)), delta=draw(_UNKNOWN_DELTAS))
+        else:
+            cls = {"builtin_return": BuiltinToolReturnPart, "file": FilePart}.get(kind, UnknownPart)
+            part = draw(_start_only_parts()[cls])
+            payload = PartStartEvent(index=self._new_index(), part=part, previous_part_kind=draw(_PART_KIND_NAMES))
+        self.emit(payload)
 
     def _observation(self) -> None:
         value = self.draw(json_values())
@@ -490,7 +745,10 @@ def histories(*, complete: bool | None = None, thread_id: str | None = None, run
     outcome (for ended, already answered and unknown calls); inputs of every
     source, text and media, sometimes longer than one 8192-character chunk;
     extensions including ``model_request_started`` notices with increasing
-    request indexes; other observations; unicode throughout and, with
+    request indexes; other observations; the other events of a real Harness
+    (final results, tool call events, deferred requests, enqueued messages,
+    capability and unknown events, builtin tool returns, file and unknown
+    parts, tool content with binaries); unicode throughout and, with
     ``large_payloads``, values large enough to be split into CUSTOM
     fragments. Sequences number the items contiguously from 0, as a Harness
     does (``core.history``).
@@ -551,7 +809,7 @@ FAULTS: tuple[str, ...] = (
     "late_first_sequence", "after_terminal", "second_terminal", "kind_changed_at_delta", "kind_changed_at_end",
     "delta_for_closed_index", "end_for_closed_index", "start_at_open_index", "text_end_id_changed",
     "tool_call_id_changed", "tool_name_changed", "tool_name_after_start", "mixed_args", "tool_call_id_reused",
-    "result_for_open_call", "request_index_not_increasing", "part_id_reused", "wrong_type",
+    "result_for_open_call", "request_index_not_increasing", "wrong_type",
 )
 """The fault names ``invalid_cases`` knows (``InvalidCase.fault``)."""
 
@@ -720,14 +978,6 @@ def _invalid_case(draw: Draw, faults: tuple[str, ...], max_steps: int) -> Invali
         call_id = f"tail-call-{tag}"
         t.add(PartStartEvent(index=index, part=ToolCallPart(tool_name="f", args=None, tool_call_id=call_id)))
         item = t.item(ToolResultEvent(tool_call_id=call_id, tool_name="f", outcome="success", content="early"))
-    elif fault == "part_id_reused":
-        index, part_id = t.index(), f"part-{tag}"
-        first = _pick(draw, (TextPart, ThinkingPart))
-        t.add(PartStartEvent(index=index, part=first(content="", id=part_id)))
-        if draw(_BOOLS):
-            t.add(PartEndEvent(index=index, part=first(content="x", id=part_id)))
-        second = _pick(draw, (TextPart, ThinkingPart))
-        item = t.item(PartStartEvent(index=t.index(), part=second(content="", id=part_id)))
     elif fault == "request_index_not_increasing":
         current = (t.request if t.request is not None else -1) + 1
         t.add(ExtensionEvent(kind="lifecycle", schema_version="1",

@@ -1,8 +1,9 @@
 # The wire format: one source item per JSON line, versioned by "v".
 #
-# Encoding is a straight walk over the frozen source values; decoding is the
-# reverse walk with a strict reader that names the line and the field at
-# fault. Nothing is skipped: an unknown version, kind, payload type or field
+# Encoding is a straight walk over the frozen source values, driven by the
+# field table of ``core.jsonform`` (field names are the attrs field names);
+# decoding is the reverse walk over the same table with a strict reader that
+# names the line and the field at fault. Nothing is skipped: an unknown version, kind, payload type or field
 # is an error unless the caller supplied a migration for that version, which
 # turns the older JSON object into a current one before it is read. Being
 # strict about unknown fields is what makes "v" meaningful: a writer that adds
@@ -11,6 +12,13 @@
 #
 # The same payload-to-JSON walk feeds the CUSTOM events of the projection, so
 # a CUSTOM value carries exactly what a journal line would.
+#
+# Version 2 (this release) holds the whole public stream of a13n-harness
+# 0.21: new payload, part, delta and content types, new optional fields, and
+# binary content as base64 beside its media type and size. Every version 1
+# line is also a version 2 line with the same meaning, so the migration from
+# version 1, registered by default, checks that the line uses only what
+# version 1 had and relabels it.
 #
 # Lines are UTF-8 text with non-ASCII characters kept as they are. The
 # decoder enforces no limit of its own: the limits (text without lone
@@ -28,58 +36,51 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import copy
 import json
 import re
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta, timezone
+from types import MappingProxyType
 from typing import Any
 
 from ..core import _json
 from ..core.errors import HarnessAguiError
-from ..core.jsonform import payload_to_json, result_to_json
+from ..core.jsonform import (
+    CONTENT_TYPES,
+    DELTA_TYPES,
+    PART_TYPES,
+    PAYLOAD_TYPES,
+    SHAPES,
+    TYPED_SUFFIX,
+    WireField,
+    payload_to_json,
+    result_to_json,
+)
 from ..core.source import (
-    EXTENSION_KINDS,
-    INPUT_SOURCES,
-    RUN_STATUSES,
-    TOOL_OUTCOMES,
-    Deferred,
-    DeferredToolCall,
-    ExtensionEvent,
-    Failure,
+    BinaryContent,
     HarnessEvent,
     HarnessRunResultEvent,
     HarnessStreamEvent,
-    InputEvent,
-    ObservationEvent,
-    Part,
-    PartDelta,
-    PartDeltaEvent,
-    PartEndEvent,
-    PartStartEvent,
-    Payload,
+    MediaContent,
     RunResult,
-    TextPart,
-    TextPartDelta,
-    ThinkingPart,
-    ThinkingPartDelta,
-    ToolCallPart,
-    ToolCallPartDelta,
-    ToolResultEvent,
-    Usage,
 )
 
 __all__ = [
     "WIRE_VERSION",
+    "DEFAULT_MIGRATIONS",
     "DecodeError",
     "Migration",
+    "migrate_v1_to_v2",
     "encode",
     "decode",
     "to_json",
     "from_json",
 ]
 
-WIRE_VERSION = 1
+WIRE_VERSION = 2
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
 """Turns a decoded JSON object of an older wire version into the next one."""
@@ -158,6 +159,7 @@ _CHECKS: dict[str, Callable[[Any], bool]] = {
     "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
     "object": lambda v: isinstance(v, dict),
     "array": lambda v: isinstance(v, list),
+    "boolean": lambda v: isinstance(v, bool),
 }
 
 
@@ -231,21 +233,134 @@ class _Obj:
         return value
 
 
+def _read(o: _Obj, cls: type) -> Any:
+    """The value of class ``cls`` that the object ``o`` describes, every
+    field read as the ``jsonform`` table says; unknown fields are refused."""
+    if cls is BinaryContent:
+        return _binary_from(o)
+    shape = SHAPES[cls]
+    o.only(shape.keys)
+    kwargs: dict[str, Any] = {}
+    for f in shape.fields:
+        if f.kind == "content":
+            typed = o.opt_obj(f.name + TYPED_SUFFIX)
+            if typed is not None:
+                if o.data.get(f.name) is not None:
+                    raise DecodeError(f"fields {o._at(f.name)} and {o._at(f.name + TYPED_SUFFIX)} exclude each other")
+                kwargs[f.name] = _tagged(typed, CONTENT_TYPES, "content")
+            elif f.name in o.data:
+                kwargs[f.name] = o.data[f.name]
+            continue
+        if f.kind == "json":
+            if f.name in o.data:
+                kwargs[f.name] = o.data[f.name]
+            continue
+        raw = o.data.get(f.name, _MISSING)
+        if raw is _MISSING or raw is None:
+            if f.required:
+                _field(o, f)  # raises: missing, or null where a value is due
+            kwargs[f.name] = f.default_factory() if f.default_factory is not None else f.default
+            continue
+        kwargs[f.name] = _field(o, f)
+    return cls(**kwargs)
+
+
+def _field(o: _Obj, f: WireField) -> Any:
+    kind, name = f.kind, f.name
+    if kind == "str":
+        return o.req(name, "string")
+    if kind == "int":
+        return o.req(name, "integer")
+    if kind == "bool":
+        return o.req(name, "boolean")
+    if kind == "object":
+        return o.req(name, "object")
+    if kind == "array":
+        return o.req(name, "array")
+    if kind in ("args", "text_or_object"):
+        return o.req(name, "string", "object")
+    if kind == "choice":
+        return o.choice(name, f.choices)
+    if kind == "datetime":
+        return _datetime_from(o, name)
+    if kind == "nested":
+        assert f.cls is not None
+        return _read(o.obj(name), f.cls)
+    if kind == "tuple":
+        assert f.cls is not None
+        return tuple(_read(_Obj(x, f"{o._at(name)}[{i}]"), f.cls) for i, x in enumerate(o.req(name, "array")))
+    if kind == "part":
+        return _tagged(o.obj(name), PART_TYPES, "part")
+    if kind == "delta":
+        return _tagged(o.obj(name), DELTA_TYPES, "delta")
+    if kind == "items":
+        return tuple(_item_from(_Obj(x, f"{o._at(name)}[{i}]")) for i, x in enumerate(o.req(name, "array")))
+    raise AssertionError(f"field kind {kind}")  # pragma: no cover - the table uses only the kinds above
+
+
+def _tagged(o: _Obj, known: Mapping[str, type], what: str) -> Any:
+    kind = o.req("type", "string")
+    cls = known.get(kind)
+    if cls is None:
+        where = f" at {o.path}" if o.path else ""
+        raise DecodeError(f"unknown {what} type {kind!r}{where} (known: {', '.join(known)})")
+    return _read(o, cls)
+
+
+def _item_from(o: _Obj) -> Any:
+    if o.req("type", "string") == "json":
+        o.only(_JSON_ITEM_KEYS)
+        if "value" not in o.data:
+            raise DecodeError(f"missing field {o._at('value')}")
+        return o.data["value"]
+    return _tagged(o, _ITEM_TYPES, "content item")
+
+
+_JSON_ITEM_KEYS = frozenset({"type", "value"})
+_HEAD_KEYS = ("v", "kind", "thread_id", "run_id", "sequence", "occurred_at")
+_ITEM_KEYS = {"event": frozenset({*_HEAD_KEYS, "event"}), "result": frozenset({*_HEAD_KEYS, "result"})}
+_ITEM_TYPES: dict[str, type] = {"json": type(None), "binary": BinaryContent, "media": MediaContent}
+_BINARY_KEYS = SHAPES[BinaryContent].keys
+
+
+def _binary_from(o: _Obj) -> BinaryContent:
+    o.only(_BINARY_KEYS)
+    if o.req("type", "string") != "binary":
+        raise DecodeError(f"field {o._at('type')} must be 'binary'")
+    text = o.req("data", "string")
+    size = o.req("size", "integer")
+    try:
+        data = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise DecodeError(f"field {o._at('data')} is not base64") from None
+    if base64.b64encode(data).decode("ascii") != text:
+        raise DecodeError(f"field {o._at('data')} is not canonical base64")
+    if len(data) != size:
+        raise DecodeError(f"field {o._at('size')} is {size} but {o._at('data')} holds {len(data)} bytes")
+    return BinaryContent(data=data, media_type=o.req("media_type", "string"), identifier=o.opt("identifier", "string"),
+                         vendor_metadata=o.opt("vendor_metadata", "object"))
+
+
+# -- version 1 ---------------------------------------------------------------------------
+# What version 1 wrote: these payload, part and delta types with these fields.
+# A version 1 line is a version 2 line of the same meaning once it is known to
+# use nothing else.
+
 def _keys(*names: str) -> frozenset[str]:
     return frozenset(names)
 
 
-_PART_KEYS = {
+_V1_PARTS = {
     "text": _keys("type", "content", "id"),
     "thinking": _keys("type", "content", "id", "signature", "provider_name"),
     "tool_call": _keys("type", "tool_name", "args", "tool_call_id"),
 }
-_DELTA_KEYS = {
+_V1_DELTAS = {
     "text": _keys("type", "content_delta"),
     "thinking": _keys("type", "content_delta", "signature_delta"),
     "tool_call": _keys("type", "tool_name_delta", "args_delta", "tool_call_id"),
 }
-_PAYLOAD_KEYS = {
+_V1_PAYLOADS = {
     "part_start": _keys("type", "index", "part"),
     "part_delta": _keys("type", "index", "delta"),
     "part_end": _keys("type", "index", "part"),
@@ -254,94 +369,60 @@ _PAYLOAD_KEYS = {
     "extension": _keys("type", "kind", "schema_version", "payload"),
     "observation": _keys("type", "name", "value"),
 }
-_HEAD_KEYS = ("v", "kind", "thread_id", "run_id", "sequence", "occurred_at")
-_ITEM_KEYS = {"event": _keys(*_HEAD_KEYS, "event"), "result": _keys(*_HEAD_KEYS, "result")}
-_RESULT_KEYS = _keys("status", "output", "usage", "failure", "deferred")
-_USAGE_KEYS = _keys("input_tokens", "output_tokens", "cache_read_tokens", "reasoning_tokens")
-_FAILURE_KEYS = _keys("code", "message")
-_DEFERRED_KEYS = _keys("calls", "approvals")
-_DEFERRED_CALL_KEYS = _keys("tool_call_id", "tool_name", "args")
+_V1_RESULT = _keys("status", "output", "usage", "failure", "deferred")
+_V1_USAGE = _keys("input_tokens", "output_tokens", "cache_read_tokens", "reasoning_tokens")
+_V1_FAILURE = _keys("code", "message")
+_V1_DEFERRED = _keys("calls", "approvals")
+_V1_DEFERRED_CALL = _keys("tool_call_id", "tool_name", "args")
+_V1_OUTCOMES = ("success", "failed", "retried")
+_V1_SOURCES = ("user", "steering", "context", "recovery", "async_subagent", "background_process")
+_V1_KINDS = ("context", "state", "recovery", "invocation", "delegation", "usage", "lifecycle", "tool", "diagnostic")
 
 
-def _typed_obj(o: _Obj, known: Mapping[str, frozenset[str]], what: str) -> tuple[str, _Obj]:
+def _v1_typed(o: _Obj, known: Mapping[str, frozenset[str]], what: str) -> str:
     kind = o.req("type", "string")
     allowed = known.get(kind)
     if allowed is None:
-        where = f" at {o.path}" if o.path else ""
-        raise DecodeError(f"unknown {what} type {kind!r}{where} (known: {', '.join(known)})")
+        raise DecodeError(f"unknown {what} type {kind!r} at {o.path} in wire version 1 (known: {', '.join(known)})")
     o.only(allowed)
-    return kind, o
+    return kind
 
 
-def _part_from(o: _Obj) -> Part:
-    kind, o = _typed_obj(o, _PART_KEYS, "part")
-    if kind == "text":
-        return TextPart(content=o.req("content", "string"), id=o.opt("id", "string"))
-    if kind == "thinking":
-        return ThinkingPart(content=o.req("content", "string"), id=o.opt("id", "string"),
-                            signature=o.opt("signature", "string"), provider_name=o.opt("provider_name", "string"))
-    return ToolCallPart(tool_name=o.req("tool_name", "string"), args=o.opt("args", "string", "object"),
-                        tool_call_id=o.req("tool_call_id", "string"))
+def _v1_check(data: dict[str, Any]) -> None:
+    o = _Obj(data, "")
+    if "event" in data:
+        event = o.obj("event")
+        kind = _v1_typed(event, _V1_PAYLOADS, "payload")
+        if kind in ("part_start", "part_end"):
+            _v1_typed(event.obj("part"), _V1_PARTS, "part")
+        elif kind == "part_delta":
+            _v1_typed(event.obj("delta"), _V1_DELTAS, "delta")
+        elif kind == "tool_result":
+            event.choice("outcome", _V1_OUTCOMES)
+        elif kind == "input":
+            event.choice("source", _V1_SOURCES)
+        elif kind == "extension":
+            event.choice("kind", _V1_KINDS)
+    if "result" in data:
+        result = o.obj("result", _V1_RESULT)
+        result.opt_obj("usage", _V1_USAGE)
+        result.opt_obj("failure", _V1_FAILURE)
+        deferred = result.opt_obj("deferred", _V1_DEFERRED)
+        if deferred is not None:
+            for key in ("calls", "approvals"):
+                for i, call in enumerate(deferred.opt(key, "array") or ()):
+                    _Obj(call, f"{deferred.path}.{key}[{i}]", _V1_DEFERRED_CALL)
 
 
-def _delta_from(o: _Obj) -> PartDelta:
-    kind, o = _typed_obj(o, _DELTA_KEYS, "delta")
-    if kind == "text":
-        return TextPartDelta(content_delta=o.req("content_delta", "string"))
-    if kind == "thinking":
-        return ThinkingPartDelta(content_delta=o.opt("content_delta", "string"),
-                                 signature_delta=o.opt("signature_delta", "string"))
-    return ToolCallPartDelta(tool_name_delta=o.opt("tool_name_delta", "string"),
-                             args_delta=o.opt("args_delta", "string", "object"),
-                             tool_call_id=o.opt("tool_call_id", "string"))
+def migrate_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """Wire version 1 to 2: refuse what version 1 could not say, then relabel."""
+    _v1_check(data)
+    data["v"] = 2
+    return data
 
 
-def _payload_from(o: _Obj) -> Payload:
-    kind, o = _typed_obj(o, _PAYLOAD_KEYS, "payload")
-    match kind:
-        case "part_start":
-            return PartStartEvent(index=o.req("index", "integer"), part=_part_from(o.obj("part")))
-        case "part_delta":
-            return PartDeltaEvent(index=o.req("index", "integer"), delta=_delta_from(o.obj("delta")))
-        case "part_end":
-            return PartEndEvent(index=o.req("index", "integer"), part=_part_from(o.obj("part")))
-        case "tool_result":
-            return ToolResultEvent(tool_call_id=o.req("tool_call_id", "string"), tool_name=o.req("tool_name", "string"),
-                                   outcome=o.choice("outcome", TOOL_OUTCOMES),  # type: ignore[arg-type]
-                                   content=o.json("content"))
-        case "input":
-            return InputEvent(input_id=o.req("input_id", "string"),
-                              source=o.choice("source", INPUT_SOURCES),  # type: ignore[arg-type]
-                              content=o.req("content", "string", "object"), metadata=o.opt("metadata", "object"))
-        case "extension":
-            return ExtensionEvent(kind=o.choice("kind", EXTENSION_KINDS),  # type: ignore[arg-type]
-                                  schema_version=o.req("schema_version", "string"), payload=o.json("payload"))
-    return ObservationEvent(name=o.req("name", "string"), value=o.json("value"))
-
-
-def _deferred_list(o: _Obj, key: str) -> tuple[DeferredToolCall, ...]:
-    calls = []
-    for i, x in enumerate(o.opt(key, "array") or ()):
-        c = _Obj(x, f"{o.path}.{key}[{i}]", _DEFERRED_CALL_KEYS)
-        calls.append(DeferredToolCall(tool_call_id=c.req("tool_call_id", "string"),
-                                      tool_name=c.req("tool_name", "string"), args=c.opt("args", "string", "object")))
-    return tuple(calls)
-
-
-def _result_from(o: _Obj) -> RunResult:
-    usage = o.opt_obj("usage", _USAGE_KEYS)
-    failure = o.opt_obj("failure", _FAILURE_KEYS)
-    deferred = o.opt_obj("deferred", _DEFERRED_KEYS)
-    return RunResult(
-        status=o.choice("status", RUN_STATUSES),  # type: ignore[arg-type]
-        output=o.json("output"),
-        usage=None if usage is None else Usage(**{k: usage.opt(k, "integer") for k in sorted(_USAGE_KEYS)}),
-        failure=None if failure is None else Failure(code=failure.req("code", "string"),
-                                                     message=failure.req("message", "string")),
-        deferred=None if deferred is None else Deferred(
-            calls=_deferred_list(deferred, "calls"), approvals=_deferred_list(deferred, "approvals")
-        ),
-    )
+DEFAULT_MIGRATIONS: Mapping[int, Migration] = MappingProxyType({1: migrate_v1_to_v2})
+"""The migrations ``decode`` applies unless the caller gives its own for the same version."""
 
 
 # ``datetime.fromisoformat`` drops an offset's fraction of a second when its
@@ -368,16 +449,18 @@ def _datetime_from(o: _Obj, key: str) -> datetime:
     try:
         value = _parse_datetime(text)
     except ValueError:
-        raise DecodeError(f"field {key} is not an ISO 8601 datetime: {text!r}") from None
+        raise DecodeError(f"field {o._at(key)} is not an ISO 8601 datetime: {text!r}") from None
     if value.utcoffset() is None:
-        raise DecodeError(f"field {key} has no timezone offset: {text!r}")
+        raise DecodeError(f"field {o._at(key)} has no timezone offset: {text!r}")
     return value
 
 
 def _migrate(data: dict[str, Any], version: int, migrations: Mapping[int, Migration] | None) -> dict[str, Any]:
     seen: set[int] = set()
     while version != WIRE_VERSION:
-        migrate = None if migrations is None else migrations.get(version)
+        migrate = migrations.get(version) if migrations is not None else None
+        if migrate is None:
+            migrate = DEFAULT_MIGRATIONS.get(version)
         if migrate is None:
             if version < WIRE_VERSION:
                 raise DecodeError(f"wire version {version} is older than this release reads (version "
@@ -430,8 +513,8 @@ def from_json(data: Any, *, migrations: Mapping[int, Migration] | None = None,
             "occurred_at": _datetime_from(o, "occurred_at"),
         }
         if kind == "event":
-            return HarnessEvent(**head, event=_payload_from(o.obj("event")))
-        return HarnessRunResultEvent(**head, result=_result_from(o.obj("result", _RESULT_KEYS)))
+            return HarnessEvent(**head, event=_tagged(o.obj("event"), PAYLOAD_TYPES, "payload"))
+        return HarnessRunResultEvent(**head, result=_read(o.obj("result"), RunResult))
     except DecodeError as e:
         if e.line is None and line is not None:
             raise e.at(line) from e.__cause__
