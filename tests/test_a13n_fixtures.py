@@ -44,7 +44,7 @@ def lines_of(name: str) -> list[str]:
     return (FIXTURES / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
 
 
-def test_the_fixtures_cover_the_scenarios_of_issue_11() -> None:
+def test_the_fixtures_cover_every_real_scenario_the_generator_writes() -> None:
     assert {"tools_and_reasoning", "steering", "approval_denied", "deferred_call_and_approval", "cancel_during_tool",
             "failed_run", "provider_error_exhausted", "multimodal", "subagent", "nested_subagents", "failed_child",
             "structured_output"} <= set(NAMES)
@@ -104,3 +104,40 @@ def test_the_fixtures_hold_the_forms_the_source_model_was_widened_for() -> None:
     assert isinstance(terminal, HarnessRunResultEvent)
     assert terminal.result.state is not None and terminal.result.history is not None
     assert terminal.result.usage is not None and terminal.result.usage.tool_calls == 3
+
+
+def _streams(name: str) -> list[list[HarnessStreamEvent]]:
+    """The file cut into the streams of its root Runs: each ends with its root's
+    terminal item and holds, in arrival order, the child Runs' items too."""
+    streams: list[list[HarnessStreamEvent]] = [[]]
+    for item in items_of(name):
+        streams[-1].append(item)
+        if isinstance(item, HarnessRunResultEvent):
+            streams.append([])
+    assert streams[-1] == []
+    return streams[:-1]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_real_stream_projects_onto_a_valid_agui_run_with_no_error_and_no_warning(name: str) -> None:
+    import json
+
+    from ag_ui_validate.pytest_plugin import validate_agui
+
+    from harness_agui.wire.agui import agui_to_json
+
+    for stream in _streams(name):
+        observer = HarnessAguiObserver()
+        events = [json.loads(agui_to_json(e)) for item in stream for e in observer.observe(item)]
+        report = validate_agui(events)
+        assert (report.summary.errors, report.summary.warnings) == (0, 0), report.diagnostics
+        # The same Run read back from its journal projects to the same events.
+        again = HarnessAguiObserver()
+        for line in [encode(item) for item in stream]:
+            again.observe(decode(line))
+        assert again.snapshot() == observer.snapshot()
+        if name in DELEGATING:
+            assert any(e["type"] == "SUBAGENT_STARTED" for e in events)
+            assert all(e.get("subagentRunId") for e in events
+                       if e["type"] == "TEXT_MESSAGE_START" and e.get("role") == "assistant"
+                       and not e["messageId"].startswith(stream[0].run_id))
