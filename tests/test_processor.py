@@ -390,7 +390,7 @@ def test_resume_from_a_prefix_through_a_processor_then_live_equals_live_througho
     assert tuple(tail) == live.snapshot()[len(live.snapshot()) - len(tail):]
 
 
-# -- a replacement is held to the same limits as the source (issue 13) ------------------------------
+# -- a replacement is held to the same limits as the source ------------------------------
 
 def _nested(depth: int) -> Any:
     value: Any = "bottom"

@@ -36,7 +36,7 @@
 #
 # This is also where the limits of the whole library are decided, once, so
 # that anything a constructor accepts can be projected, serialised, written
-# to a journal and stored (issue 13): text is valid Unicode (no lone
+# to a journal and stored: text is valid Unicode (no lone
 # surrogate) and JSON values obey ``_json.check_json`` (nesting depth,
 # integer length); a ``sequence`` lies in 0..MAX_SEQUENCE (2**53 - 1, what
 # every JSON reader and SQLite's INTEGER keep exactly); ``occurred_at`` is an
