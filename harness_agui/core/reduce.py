@@ -45,7 +45,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ag_ui.core import BaseEvent
-from pyrsistent import PMap
+from pyrsistent import PMap, PSet
 
 from . import _json
 from . import records as ev
@@ -175,10 +175,7 @@ def step(state: ProjectionState, item: HarnessStreamEvent,
     else:
         payload = item.event
         parts, calls, request, parent = _project(state, item, ts, records)
-        if isinstance(payload, PartStartEvent) and isinstance(payload.part, (TextPart, ThinkingPart)):
-            started = find_part(parts, payload.index)
-            assert started is not None
-            message_ids = message_ids.add(started.message_id)
+        message_ids = _with_started_message(message_ids, payload, parts)
 
     if processor is not None and records:
         records = apply_processor(processor, item, records)
@@ -186,6 +183,16 @@ def step(state: ProjectionState, item: HarnessStreamEvent,
         history, request, parent, parts, calls, message_ids,
         state.events.extend(records) if records else state.events,
     ), records
+
+
+def _with_started_message(message_ids: PSet[str], payload: Any, parts: tuple[OpenPart, ...]) -> PSet[str]:
+    """``message_ids`` plus the id of the text or reasoning message ``payload``
+    just started (the same set for any other payload)."""
+    if isinstance(payload, PartStartEvent) and isinstance(payload.part, (TextPart, ThinkingPart)):
+        started = find_part(parts, payload.index)
+        assert started is not None
+        return message_ids.add(started.message_id)
+    return message_ids
 
 
 class _PerRun:
@@ -203,11 +210,7 @@ class _PerRun:
                 out: list[Record]) -> ProjectionState:
         payload = item.event
         parts, calls, request, parent = _project(run, item, ts, out)
-        message_ids = run.message_ids
-        if isinstance(payload, PartStartEvent) and isinstance(payload.part, (TextPart, ThinkingPart)):
-            started = find_part(parts, payload.index)
-            assert started is not None
-            message_ids = message_ids.add(started.message_id)
+        message_ids = _with_started_message(run.message_ids, payload, parts)
         return ProjectionState.of(history, request, parent, parts, calls, message_ids, run.events, run.delegation)
 
     @staticmethod
