@@ -6,9 +6,12 @@ README for a quick start.
 """
 
 from .core.custom import assemble_custom, is_fragment
+from .core.encode import EncodedEvent
 from .core.errors import (
     AfterTerminalError,
     AguiObservationError,
+    CheckpointError,
+    EventsNotRetainedError,
     FinishedSubagentError,
     ForeignRunError,
     HarnessAguiError,
@@ -18,7 +21,7 @@ from .core.errors import (
     SequenceOrderError,
     UnknownSubagentError,
 )
-from .core.history import HistoryCursor
+from .core.history import HistoryCursor, StreamCursor, advance_stream
 from .core.observer import HarnessAguiObserver
 from .core.records import EventLog
 from .core.reduce import CUSTOM_MAX_CHARS, INPUT_CHUNK_CHARS, Processor, advance, reduce
@@ -78,6 +81,11 @@ __all__ = [
     "IncompletePrefixError",
     "UnknownSubagentError",
     "FinishedSubagentError",
+    "CheckpointError",
+    "EventsNotRetainedError",
+    "EncodedEvent",
+    "StreamCursor",
+    "advance_stream",
     "SubagentState",
     "HistoryCursor",
     "reduce",

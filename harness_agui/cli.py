@@ -1,4 +1,4 @@
-# The ``harness-agui`` command line: replay, check and demo.
+# The ``harness-agui`` command line: replay, check, demo, export and serve.
 #
 # The commands are thin: the journal module reads and checks source files,
 # the observer projects, codec and pretty format. What lives here is the
@@ -25,10 +25,12 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import errno
 import os
 import stat
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from io import TextIOWrapper
@@ -272,6 +274,103 @@ def _escaped_report(report: JournalReport) -> JournalReport:
                         undecodable=tuple(_escaped_fault(f) for f in report.undecodable))
 
 
+# -- export and serve ------------------------------------------------------------------
+
+def _export(args: argparse.Namespace, out: TextIO) -> int:
+    from .host import SqliteSourceJournal, StorageError
+    from .wire.codec import encode
+
+    path = args.database
+    if os.path.isdir(path):
+        raise _Fail(f"{path}: is a directory, not a database", EXIT_USAGE)
+    try:
+        journal = SqliteSourceJournal(path, read_only=True)
+    except FileNotFoundError:
+        raise _Fail(f"{path}: no such file", EXIT_USAGE) from None
+    except StorageError as e:
+        raise _Fail(str(e), EXIT_BAD_INPUT) from None
+    with journal:
+        try:
+            runs = journal.runs()
+            run_id = args.run
+            if run_id is None:
+                if len(runs) != 1:
+                    raise _Fail(f"{path}: holds {len(runs)} runs, choose one with --run" if runs
+                                else f"{path}: holds no runs", EXIT_USAGE)
+                run_id = runs[0]
+            try:
+                cursor = journal.cursor(run_id)
+            except StorageError:
+                raise
+            except ValueError:  # the id of a child Run: its items are in its root's stream
+                cursor = None
+            if cursor is None:
+                raise _Fail(f"{path}: holds no run {run_id!r}", EXIT_USAGE)
+            lines = asyncio.run(_collect_lines(journal, run_id, cursor, encode))
+        except StorageError as e:
+            raise _Fail(str(e), EXIT_BAD_INPUT) from None
+    if args.output is None:
+        shown = _output_text(out)
+        out.write(shown("".join(lines)))
+        out.flush()
+    else:
+        with open(args.output, "w", encoding="utf-8", newline="\n") as f:
+            f.writelines(lines)
+    return EXIT_OK
+
+
+async def _collect_lines(journal: Any, run_id: str, cursor: int, encode: Callable[[Any], str]) -> list[str]:
+    return [encode(item) + "\n" async for item in journal.read_prefix(run_id, through=cursor)]
+
+
+def _serve(args: argparse.Namespace, err: TextIO | None) -> int:
+    try:
+        import uvicorn
+
+        from .serve import create_app, demo_harness
+    except ImportError:
+        raise _Fail("serve needs the serve extra: pip install 'harness-agui[serve]'", EXIT_USAGE) from None
+    with tempfile.TemporaryDirectory(prefix="harness-agui-") as scratch:
+        database = args.db or os.path.join(scratch, "demo.db")
+        runner, reattach = demo_harness(pace=args.pace)
+        try:
+            app = create_app(runner, reattach=reattach, database=database, synchronous=args.synchronous)
+        except (OSError, ValueError, ImportError) as e:
+            raise _Fail(f"{database}: cannot be opened: {e}", EXIT_USAGE) from None
+        _say(err, f"serving the simulated Harness on http://{args.host}:{args.port}/runs "
+                  f"(database {database}, synchronous={args.synchronous}); Ctrl-C stops", EXIT_OK)
+        config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
+                                timeout_graceful_shutdown=1)
+        server = uvicorn.Server(config)
+        try:
+            server.run()
+        except SystemExit:  # uvicorn's answer to an address it cannot bind, after logging why
+            pass
+        if not server.started:
+            raise _Fail(f"could not listen on {args.host}:{args.port}", EXIT_USAGE)
+    return EXIT_OK
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0 or value > 60:
+        raise argparse.ArgumentTypeError(f"a pace is 0 to 60 seconds, got {text}")
+    return value
+
+
 # -- main ------------------------------------------------------------------------------
 
 def _sequence(text: str) -> int:
@@ -346,6 +445,36 @@ def _parser() -> argparse.ArgumentParser:
                    description="Observe a simulated run live, lose the observer, resume a fresh one from the "
                                "retained prefix, continue with the live tail, and compare with an uninterrupted "
                                "projection.")
+    export = sub.add_parser(
+        "export", help="write one run of a Host database's source journal as wire JSON lines",
+        description="Write the source items of one run, as stored in a Host database (SqliteSourceJournal), as "
+                    "wire-format JSON lines, so that replay and check work on them. The database is opened "
+                    "read-only.",
+        epilog=_EPILOG)
+    export.add_argument("database", metavar="DB", help="the Host database file")
+    export.add_argument("--run", metavar="RUN_ID", help="the run to export; needed when DB holds several runs")
+    export.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
+    serve = sub.add_parser(
+        "serve", help="serve AG-UI over HTTP (POST /runs, GET .../events) with a simulated Harness",
+        description="Serve the AG-UI endpoints of harness_agui.serve with the built-in simulated Harness "
+                    "(--demo): POST /runs with a RunAgentInput streams a run as Server-Sent Events, "
+                    "GET /threads/{thread_id}/runs/{run_id}/events replays after Last-Event-ID and follows. "
+                    "Unfinished runs of the database are resumed at start-up. Needs the serve extra "
+                    "(pip install 'harness-agui[serve]').",
+        epilog=_EPILOG)
+    serve.add_argument("--demo", action="store_true", required=True,
+                       help="use the built-in simulated Harness (the only Harness the command line has)")
+    serve.add_argument("--db", "--database", dest="db", metavar="PATH_OR_URL",
+                       help="the Host database: a SQLite file (default: a temporary file, removed at exit), or a "
+                            "postgresql:// URL (the postgres extra), which several servers may share")
+    serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=_port, default=8000, help="the port to listen on (default 8000)")
+    serve.add_argument("--pace", type=_seconds, default=0.03, metavar="SECONDS",
+                       help="seconds between two items of the simulated Harness (default 0.03, a model's "
+                            "token rate)")
+    serve.add_argument("--synchronous", choices=("FULL", "NORMAL"), default="FULL", type=str.upper,
+                       help="SQLite durability: FULL (default) survives a power cut, NORMAL a crash of the "
+                            "process and costs much less per item")
     return parser
 
 
@@ -375,6 +504,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _replay(args, out, err)
         if args.command == "check":
             return _check(args, out, err)
+        if args.command == "export":
+            return _export(args, out)
+        if args.command == "serve":
+            return _serve(args, err)
         return run_demo(out)
     except _Fail as e:
         return _say(err, str(e), e.status)

@@ -78,7 +78,7 @@ def test_every_published_event_gets_the_next_id_of_its_run(log):
     ids: list[int] = []
     for item, events in projected(items):
         delivered = log.record(item, events)
-        assert [d.source_sequence for d in delivered] == [item.sequence] * len(events)
+        assert [d.source_position for d in delivered] == [item.sequence] * len(events)
         assert [d.data for d in delivered] == [agui_to_json(e) for e in events]
         ids.extend(d.event_id for d in delivered)
     assert ids == list(range(1, len(ids) + 1))
@@ -93,7 +93,7 @@ def test_event_ids_are_independent_of_source_sequences_and_of_other_runs(log):
     a = [d for item, events in projected(first) for d in log.record(item, events)]
     b = [d for item, events in projected(second) for d in log.record(item, events)]
     assert [d.event_id for d in a] == [1, 2, 3, 4]
-    assert [d.source_sequence for d in a] == [0, 0, 1, 2]
+    assert [d.source_position for d in a] == [0, 0, 1, 2]
     assert [d.event_id for d in b] == [1, 2]
 
 

@@ -141,11 +141,13 @@ def judge(found: dict[str, Any], expected: dict[str, Any], *, allowed: tuple[typ
 
 INTEGER_COLUMNS = [
     ("harness_source_items", "sequence", "sequence = 5", "sequence='oops'"),
-    ("harness_source_items", "terminal", f"sequence = {LAST}", f"sequence={LAST}"),
+    ("harness_source_items", "position", "sequence = 5", "position='oops'"),
+    ("harness_source_items", "terminal", f"sequence = {LAST}", f"position={LAST}"),
     ("harness_source_runs", "last_sequence", "1 = 1", "run_id='run-demo'"),
+    ("harness_source_runs", "last_position", "1 = 1", "run_id='run-demo'"),
     ("harness_source_runs", "terminal", "1 = 1", "run_id='run-demo'"),
     ("harness_agui_deliveries", "event_id", "event_id = 7", "event_id='oops'"),
-    ("harness_agui_deliveries", "source_sequence", "event_id = 7", "event_id=7"),
+    ("harness_agui_deliveries", "source_position", "event_id = 7", "event_id=7"),
     ("harness_agui_delivery_runs", "source_cursor", "1 = 1", "run_id='run-demo'"),
     ("harness_agui_delivery_runs", "last_event_id", "1 = 1", "run_id='run-demo'"),
     ("harness_agui_delivery_runs", "finished", "1 = 1", "run_id='run-demo'"),

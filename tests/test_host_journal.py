@@ -15,12 +15,14 @@ import pytest
 from harness_agui import DecodeError, HarnessAguiObserver, HarnessStreamEvent, ToolCallPart, encode
 from harness_agui.host import (
     AfterTerminalError,
+    DamagedStoreError,
     ForeignRunError,
     IncompletePrefixError,
     JournalConflictError,
     SequenceGapError,
     SequenceOrderError,
     SqliteSourceJournal,
+    StorageError,
 )
 from harness_agui.host._sqlite import checksum
 from harness_agui.testing import SourceBuilder, simulated_run
@@ -248,18 +250,27 @@ def _migrate_v0(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _old_layout(path: Any, rows: list[tuple[Any, ...]], heads: list[tuple[Any, ...]]) -> None:
+    # A file as the release before streams wrote it: one Run per key, no positions.
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE harness_source_items (run_id TEXT NOT NULL, sequence INTEGER NOT NULL, "
+                     "thread_id TEXT NOT NULL, terminal INTEGER NOT NULL, line TEXT NOT NULL, crc INTEGER NOT NULL, "
+                     "PRIMARY KEY (run_id, sequence))")
+        conn.execute("CREATE TABLE harness_source_runs (run_id TEXT NOT NULL, thread_id TEXT NOT NULL, "
+                     "last_sequence INTEGER NOT NULL, terminal INTEGER NOT NULL, crc INTEGER NOT NULL, "
+                     "PRIMARY KEY (run_id))")
+        conn.execute("CREATE INDEX harness_source_runs_thread ON harness_source_runs (thread_id)")
+        conn.executemany("INSERT INTO harness_source_items VALUES (?, ?, ?, ?, ?, ?)",
+                         [(*row, checksum(row)) for row in rows])
+        conn.executemany("INSERT INTO harness_source_runs VALUES (?, ?, ?, ?, ?)",
+                         [(*head, checksum(head)) for head in heads])
+
+
 def test_rows_of_an_older_wire_version_are_read_through_the_migration_hook(tmp_path):
     items = observations(3)
     path = tmp_path / "old.db"
-    SqliteSourceJournal(path).close()
     rows = [(i.run_id, i.sequence, i.thread_id, int(i is items[-1]), _v0(i)) for i in items[:2]]
-    head = ("run-1", "thread-1", 1, 0)
-    with sqlite3.connect(path) as conn:  # as that release wrote them, each row with its checksum
-        conn.executemany(
-            "INSERT INTO harness_source_items (run_id, sequence, thread_id, terminal, line, crc) "
-            "VALUES (?, ?, ?, ?, ?, ?)", [(*row, checksum(row)) for row in rows])
-        conn.execute("INSERT INTO harness_source_runs (run_id, thread_id, last_sequence, terminal, crc) "
-                     "VALUES (?, ?, ?, ?, ?)", (*head, checksum(head)))
+    _old_layout(path, rows, [("run-1", "thread-1", 1, 0)])
     with SqliteSourceJournal(path) as plain:
         with pytest.raises(DecodeError, match="run 'run-1' at sequence 0: .*version 0"):
             asyncio.run(collect(plain.read_prefix("run-1", through=1)))
@@ -268,6 +279,37 @@ def test_rows_of_an_older_wire_version_are_read_through_the_migration_hook(tmp_p
         assert migrating.append(items[1]) is False
         assert migrating.append(items[2]) is True
         assert asyncio.run(collect(migrating.read_prefix("run-1", through=2))) == items
+
+
+def test_a_file_of_the_layout_before_streams_is_upgraded_when_first_opened_for_writing(tmp_path):
+    one, two = simulated_run(run_id="run-a"), simulated_run(run_id="run-b")
+    path = tmp_path / "old.db"
+    rows = [(i.run_id, i.sequence, i.thread_id, int(i is run[-1]), encode(i)) for run in (one, two) for i in run]
+    heads = [(run[0].run_id, run[0].thread_id, len(run) - 1, 1) for run in (one, two)]
+    _old_layout(path, rows, heads)
+    with pytest.raises(StorageError, match="layout of an earlier release; open the store once for writing"):
+        SqliteSourceJournal(path, read_only=True)
+    with SqliteSourceJournal(path) as journal:
+        assert journal.runs() == ("run-a", "run-b")
+        assert journal.cursor("run-b") == len(two) - 1 and journal.finished("run-b")
+        assert asyncio.run(collect(journal.read_prefix("run-a", through=len(one) - 1))) == one
+        assert journal.append(one[3]) is False
+    with SqliteSourceJournal(path, read_only=True) as reader:  # upgraded once, for good
+        assert asyncio.run(collect(reader.read_prefix("run-b", through=len(two) - 1))) == two
+
+
+def test_a_damaged_row_of_the_old_layout_stops_the_upgrade_and_changes_nothing(tmp_path):
+    items = simulated_run()
+    path = tmp_path / "old.db"
+    rows = [(i.run_id, i.sequence, i.thread_id, int(i is items[-1]), encode(i)) for i in items]
+    _old_layout(path, rows, [(items[0].run_id, items[0].thread_id, len(items) - 1, 1)])
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE harness_source_items SET line = 'x' || line WHERE sequence = 3")
+    with pytest.raises(DamagedStoreError, match="sequence=3"):
+        SqliteSourceJournal(path)
+    with sqlite3.connect(path) as conn:
+        columns = [r[1] for r in conn.execute("PRAGMA table_info(harness_source_items)")]
+    assert columns == ["run_id", "sequence", "thread_id", "terminal", "line", "crc"]
 
 
 # -- tail ----------------------------------------------------------------------------

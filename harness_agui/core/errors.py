@@ -2,15 +2,17 @@
 #
 #     HarnessAguiError                      everything this library raises on purpose
 #     ├── AguiObservationError              the observer's contract was broken (SPEC section 5)
-#     │   └── HistoryError                  the order of a Run's history (core.history.advance)
-#     │       ├── ForeignRunError           an item of another Run or Thread
-#     │       ├── SequenceOrderError        a repeated or decreasing sequence
-#     │       │   └── JournalConflictError  ... whose item differs from the one stored there (host)
-#     │       ├── SequenceGapError          a skipped sequence (a retention gap)
-#     │       │   └── UnknownSubagentError  ... of a subagent Run the stream never announced (core.subagents)
-#     │       ├── AfterTerminalError        an item after the terminal result
-#     │       │   └── FinishedSubagentError ... of, or naming, a subagent Run that already finished
-#     │       └── IncompletePrefixError     a prefix that stops short of its handoff cursor
+#     │   ├── HistoryError                  the order of a Run's history (core.history.advance)
+#     │   │   ├── ForeignRunError           an item of another Run or Thread
+#     │   │   ├── SequenceOrderError        a repeated or decreasing sequence
+#     │   │   │   └── JournalConflictError  ... whose item differs from the one stored there (host)
+#     │   │   ├── SequenceGapError          a skipped sequence (a retention gap)
+#     │   │   │   └── UnknownSubagentError  ... of a subagent Run the stream never announced (core.subagents)
+#     │   │   ├── AfterTerminalError        an item after the terminal result
+#     │   │   │   └── FinishedSubagentError ... of, or naming, a subagent Run that already finished
+#     │   │   └── IncompletePrefixError     a prefix that stops short of its handoff cursor
+#     │   ├── CheckpointError               a checkpoint refused: corrupt, foreign, other version or processor
+#     │   └── EventsNotRetainedError        snapshot() of an observer that keeps no events (retain_events=False)
 #     ├── DecodeError (also ValueError)     a wire line that does not decode (wire.codec)
 #     └── StorageError (also ValueError)    a Host-kit store refused a value; nothing was written (host.errors)
 #         ├── JournalConflictError          (see above: also a SequenceOrderError)
@@ -54,6 +56,8 @@ __all__ = [
     "IncompletePrefixError",
     "UnknownSubagentError",
     "FinishedSubagentError",
+    "CheckpointError",
+    "EventsNotRetainedError",
 ]
 
 
@@ -220,3 +224,33 @@ class FinishedSubagentError(AfterTerminalError):
         self.subagent_run_id = subagent_run_id
         self.root_run_id = root_run_id
         super().__init__(reason, run_id=run_id, sequence=sequence, **rest)
+
+
+class CheckpointError(AguiObservationError):
+    """A checkpoint (``core.checkpoint``) was refused; nothing of it was applied.
+
+    ``problem`` says why: "format" (not a checkpoint, or truncated),
+    "version" (another format or library version), "corrupt" (its checksum
+    or its contents do not match), "foreign" (another Run than the one
+    expected), "processor" (written under another processor identity) or
+    "mode" (a checkpoint without events for an observer that retains them).
+    The Host's answer is the same for all of them: discard the checkpoint
+    and resume from the full history.
+    """
+
+    def __init__(self, reason: str, *, problem: str) -> None:
+        super().__init__(reason)
+        self.problem = problem
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _checkpoint_error, (self.reason, self.problem)
+
+
+def _checkpoint_error(reason: str, problem: str) -> CheckpointError:
+    return CheckpointError(reason, problem=problem)
+
+
+class EventsNotRetainedError(AguiObservationError):
+    """The observer was made with ``retain_events=False``: it keeps the
+    conversion state, not the emitted events, so there is no snapshot to
+    give. The observer is unchanged."""

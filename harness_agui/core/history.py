@@ -36,11 +36,13 @@
 from __future__ import annotations
 
 import attrs
+from pyrsistent import pmap
+from pyrsistent.typing import PMap
 
 from .errors import AfterTerminalError, ForeignRunError, SequenceGapError, SequenceOrderError
 from .source import HarnessRunResultEvent, HarnessStreamEvent
 
-__all__ = ["HistoryCursor", "advance", "INITIAL_CURSOR"]
+__all__ = ["HistoryCursor", "advance", "INITIAL_CURSOR", "StreamCursor", "advance_stream"]
 
 
 # A frozen dict class, not slotted: attrs initialises it faster (see state.py),
@@ -133,3 +135,106 @@ def _slow(cursor: HistoryCursor, item: HarnessStreamEvent) -> HistoryCursor:
         raise SequenceGapError(f"sequence {missing} missing", run_id=item.run_id, sequence=seq, expected=due)
     # The first item: it binds what the cursor did not know yet.
     return HistoryCursor(item.run_id, item.thread_id, seq + 1, isinstance(item, HarnessRunResultEvent))
+
+
+# -- streams -------------------------------------------------------------------
+#
+# A Run that delegates publishes one stream: its own items and those of its
+# child Runs (and theirs), interleaved, each Run numbering its own items from
+# 0 (core/subagents.py). What a store keeps is that stream in arrival order,
+# and what it hands over is a *position* in it: the index of an item in the
+# stream, counted from the root Run's first sequence, so that for a Run
+# without children the position of an item is its sequence. A StreamCursor
+# checks such a stream the way a HistoryCursor checks one Run: the root with
+# its own cursor, every other run id with a cursor of its own that starts at
+# 0, every item through ``advance``; nothing of the stream may follow the
+# root's terminal result. Which child Runs a stream may carry (announced,
+# not yet finished) is the reducer's business: a store only keeps each Run's
+# order and the stream's.
+
+
+@attrs.frozen(repr=False)
+class StreamCursor:
+    """Where a reader is in the stream of one root Run and its child Runs.
+
+    ``root`` is the root Run's HistoryCursor (``root.run_id`` is preset by a
+    reader that knows the stream it reads), ``children`` one cursor per child
+    run id seen, ``next_position`` the position due next. ``opened`` says
+    that the stream's first item lies behind the cursor even if the root's
+    cursor has not bound its Thread yet (a tail read from a bare position):
+    then an item of another run id is a child item, not a foreign first item.
+    """
+
+    root: HistoryCursor = INITIAL_CURSOR
+    children: PMap[str, HistoryCursor] = pmap()
+    next_position: int = 0
+    opened: bool = False
+
+    @classmethod
+    def of(cls, run_id: str | None = None, *, first_sequence: int = 0, opened: bool = False) -> StreamCursor:
+        """A cursor for the stream of root Run ``run_id`` (None: the first item's Run) whose root item and
+        position ``first_sequence`` are due next; ``opened``: the stream's first item is behind it."""
+        return cls(HistoryCursor(run_id, next_sequence=first_sequence), pmap(), first_sequence, opened)
+
+    @property
+    def run_id(self) -> str | None:
+        """The root Run, None until bound."""
+        return self.root.run_id
+
+    @property
+    def finished(self) -> bool:
+        """Whether the root's terminal result was accepted (the stream is over)."""
+        return self.root.finished
+
+    @property
+    def last_position(self) -> int | None:
+        """The position of the last accepted item, None before the first."""
+        return self.next_position - 1 if self.root.started or self.opened else None
+
+    def cursor_of(self, run_id: str) -> HistoryCursor | None:
+        """The cursor of one Run of the stream (root or child), None if unseen."""
+        if run_id == self.root.run_id:
+            return self.root
+        return self.children.get(run_id)
+
+    def __repr__(self) -> str:
+        kids = f", children={len(self.children)}" if self.children else ""
+        return f"StreamCursor({self.root!r}, next_position={self.next_position}{kids})"
+
+
+def advance_stream(cursor: StreamCursor, item: HarnessStreamEvent) -> StreamCursor:
+    """The stream cursor after ``item``, the next item of a root Run's stream.
+
+    The root's first item binds the root Run (unless preset). An item of the
+    root goes through ``advance`` on the root's cursor; an item of any other
+    run id is a child item: after the root's terminal result it is an
+    ``AfterTerminalError`` naming the root (a ``ForeignRunError`` when the
+    Run is new to the stream: nothing starts once it has ended), otherwise it goes through
+    ``advance`` on that child's own cursor (a new child starts at sequence 0
+    and binds its own Thread; the first item of an unseen run id at another
+    sequence is a ForeignRunError naming the root). Before the root's first item, an item of
+    another Run is the ForeignRunError of ``advance``. Raises what
+    ``advance`` raises; ``cursor`` is unchanged on error.
+    """
+    root = cursor.root
+    if item.run_id == root.run_id or not (root.started or cursor.opened):
+        return StreamCursor(advance(root, item), cursor.children, cursor.next_position + 1, cursor.opened)
+    child = cursor.children.get(item.run_id)
+    if root.finished and child is None:  # nothing starts once the stream has ended: another Run's item
+        raise ForeignRunError(f"an item of run {item.run_id!r} in the history of run {root.run_id!r}",
+                              run_id=root.run_id, sequence=item.sequence, thread_id=root.thread_id,
+                              found_run_id=item.run_id, found_thread_id=item.thread_id)
+    if root.finished:
+        raise AfterTerminalError(
+            f"an item of run {item.run_id!r} after the terminal result of the stream's root run "
+            f"{root.run_id!r} at sequence {root.next_sequence - 1}",
+            run_id=root.run_id, sequence=item.sequence, terminal_sequence=root.next_sequence - 1)
+    if child is None:
+        if item.sequence != 0:  # not the start of a child Run: an item of a Run foreign to the stream
+            raise ForeignRunError(f"an item of run {item.run_id!r}, which the stream has not started, in the "
+                                  f"stream of run {root.run_id!r}", run_id=root.run_id, sequence=item.sequence,
+                                  thread_id=root.thread_id, found_run_id=item.run_id,
+                                  found_thread_id=item.thread_id)
+        child = HistoryCursor(item.run_id)
+    return StreamCursor(root, cursor.children.set(item.run_id, advance(child, item)), cursor.next_position + 1,
+                        cursor.opened)

@@ -546,6 +546,11 @@ class EventLog(Sequence[BaseEvent]):
     def __init__(self, records: Sequence[Record]) -> None:
         self._records = records
 
+    @property
+    def records(self) -> Sequence[Record]:
+        """The records the events are built from (for ``core.encode``)."""
+        return self._records
+
     def __len__(self) -> int:
         return len(self._records)
 

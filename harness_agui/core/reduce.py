@@ -45,7 +45,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ag_ui.core import BaseEvent
-from pyrsistent import PMap, PSet
 
 from . import _json
 from . import records as ev
@@ -54,6 +53,7 @@ from .custom import CUSTOM_FRAGMENT_CHARS, CUSTOM_MAX_CHARS, custom_records
 from .errors import AguiObservationError, ForeignRunError
 from .history import HistoryCursor
 from .history import advance as advance_history
+from .idmap import IdMap, IdSet
 from .jsonform import content_to_json, deferred_call_to_json, payload_to_json
 from .processor import apply_processor
 from .records import Record
@@ -185,7 +185,7 @@ def step(state: ProjectionState, item: HarnessStreamEvent,
     ), records
 
 
-def _with_started_message(message_ids: PSet[str], payload: Any, parts: tuple[OpenPart, ...]) -> PSet[str]:
+def _with_started_message(message_ids: IdSet, payload: Any, parts: tuple[OpenPart, ...]) -> IdSet:
     """``message_ids`` plus the id of the text or reasoning message ``payload``
     just started (the same set for any other payload)."""
     if isinstance(payload, PartStartEvent) and isinstance(payload.part, (TextPart, ThinkingPart)):
@@ -228,7 +228,7 @@ _PER_RUN = _PerRun()
 
 
 # What a non-terminal item leaves open: (parts, calls, request index, parent message id).
-_Progress = tuple[tuple[OpenPart, ...], PMap, "int | None", "str | None"]
+_Progress = tuple[tuple[OpenPart, ...], IdMap, "int | None", "str | None"]
 
 
 def _project(state: ProjectionState, item: HarnessEvent, ts: int, out: list[Record]) -> _Progress:
@@ -374,7 +374,7 @@ def _message_id(state: ProjectionState, item: HarnessEvent, index: int, kind: st
 
 
 def _start(state: ProjectionState, index: int, kind: PartKind, source: _Streamed, item: HarnessEvent, ts: int,
-           calls: PMap, parent: str | None, out: list[Record]) -> tuple[OpenPart, PMap, str | None]:
+           calls: IdMap, parent: str | None, out: list[Record]) -> tuple[OpenPart, IdMap, str | None]:
     if isinstance(source, ToolCallPart):
         call_id = source.tool_call_id
         if call_id in calls:
@@ -496,8 +496,8 @@ def _check_same_part(part: OpenPart, final: _Streamed, seq: int) -> None:
         )
 
 
-def _close(part: OpenPart, final: _Streamed | None, ts: int, parent: str | None, calls: PMap,
-           out: list[Record]) -> PMap:
+def _close(part: OpenPart, final: _Streamed | None, ts: int, parent: str | None, calls: IdMap,
+           out: list[Record]) -> IdMap:
     """Emit the end of ``part``: what ``final`` holds beyond what was streamed,
     then the END event(s). Returns the updated call statuses."""
     mid = part.message_id
@@ -532,7 +532,7 @@ def _close(part: OpenPart, final: _Streamed | None, ts: int, parent: str | None,
     return calls
 
 
-def _close_all(state: ProjectionState, ts: int, out: list[Record]) -> PMap:
+def _close_all(state: ProjectionState, ts: int, out: list[Record]) -> IdMap:
     calls = state.calls
     for part in state.parts:
         if not part.retired:

@@ -5,10 +5,12 @@
 # terminal item arrived; ``thread_id``, ``run_id``, ``last_sequence`` and
 # ``finished`` read through to it), the model-request cursor,
 # the parts still open, what became of every tool call, and the accumulated
-# AG-UI events as records (see ``records``). Open parts are a short tuple
-# ordered by index rather than a map: a model response has a handful of parts
-# open at once, and rebuilding a tuple of three is cheaper than a map update
-# on the token-by-token hot path.
+# AG-UI events as records (see ``records``). The Run-long maps of tool calls
+# and message ids are ``idmap`` tries rather than pyrsistent maps, so that
+# the collector's share of an item stays flat over a long Run (see there).
+# Open parts are a short tuple ordered by index rather than a map: a model
+# response has a handful of parts open at once, and rebuilding a tuple of
+# three is cheaper than a map update on the token-by-token hot path.
 #
 # Both classes are frozen attrs classes with an instance dict rather than
 # slots: every observe() builds a new ProjectionState and usually a new
@@ -33,9 +35,10 @@ from __future__ import annotations
 from typing import Any, Literal, TypeVar
 
 import attrs
-from pyrsistent import PMap, PSet, pmap, pset
+from pyrsistent import PMap, pmap
 
 from .history import INITIAL_CURSOR, HistoryCursor
+from .idmap import IdMap, IdSet
 from .records import EventLog, RecordLog
 
 __all__ = [
@@ -100,8 +103,8 @@ class ProjectionState:
     request_index: int | None = None
     parent_message_id: str | None = None
     parts: tuple[OpenPart, ...] = ()
-    calls: PMap[str, CallStatus] = pmap()
-    message_ids: PSet[str] = pset()
+    calls: IdMap[CallStatus] = IdMap()
+    message_ids: IdSet = IdSet()
     events: RecordLog = RecordLog()
     delegation: Delegation | None = None
 
@@ -136,7 +139,12 @@ class ProjectionState:
         return len(self.events)
 
     def snapshot(self) -> EventLog:
-        """The accumulated events as an immutable, lazily built sequence."""
+        """The accumulated events as an immutable, lazily built sequence.
+        Raises EventsNotRetainedError for the state of a live-only observer
+        (its ``events`` keep only their number, see ``livelog``)."""
+        if not isinstance(self.events, RecordLog):
+            from .errors import EventsNotRetainedError
+            raise EventsNotRetainedError("the state of a live-only observer keeps no events (retain_events=False)")
         return EventLog(self.events)
 
     def part(self, index: int) -> OpenPart | None:
@@ -151,7 +159,7 @@ class ProjectionState:
 
     @classmethod
     def of(cls, history: HistoryCursor, request_index: int | None, parent_message_id: str | None,
-           parts: tuple[OpenPart, ...], calls: PMap[str, CallStatus], message_ids: PSet[str],
+           parts: tuple[OpenPart, ...], calls: IdMap[CallStatus], message_ids: IdSet,
            events: RecordLog, delegation: Delegation | None = None) -> ProjectionState:
         """``ProjectionState(...)`` with every field given, for the reducer's
         hot path: it fills the instance dict the way attrs' generated
@@ -246,8 +254,8 @@ class Delegation:
     announced."""
 
     runs: PMap[str, SubagentState] = pmap()
-    message_owners: PMap[str, str] = pmap()
-    call_owners: PMap[str, str] = pmap()
+    message_owners: IdMap[str] = IdMap()
+    call_owners: IdMap[str] = IdMap()
     renamed_messages: PMap[str, str] = pmap()
     renamed_calls: PMap[str, str] = pmap()
     announced: int = 0

@@ -80,13 +80,14 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 import attrs
-from pyrsistent import PMap, pmap
+from pyrsistent import PMap
 
 from . import _json
 from . import records as ev
 from .errors import AguiObservationError, FinishedSubagentError, ForeignRunError, UnknownSubagentError
 from .history import INITIAL_CURSOR, HistoryCursor
 from .history import advance as advance_history
+from .idmap import IdMap
 from .processor import apply_processor
 from .records import Record
 from .source import ExtensionEvent, HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
@@ -455,7 +456,7 @@ def _begin(state: ProjectionState) -> Delegation:
         if published is not None:
             field, space = published
             owners[space][ev.field_of(record, field)] = root_id
-    return Delegation(message_owners=pmap(owners["m"]), call_owners=pmap(owners["c"]))
+    return Delegation(message_owners=IdMap(owners["m"]), call_owners=IdMap(owners["c"]))
 
 
 def _publish_root(d: Delegation, root_id: str, records: list[Record]) -> tuple[Delegation, list[Record]]:

@@ -10,6 +10,7 @@ at once, or read-only (``read_only=True``), and check every row they read: a
 damaged file raises ``DamagedStoreError`` instead of serving a wrong event.
 """
 
+from .checkpoints import SqliteCheckpointStore, StoredCheckpoint, resume_from_checkpoint
 from .checks import Cursor, check_prefix, check_tail
 from .delivery import Delivery, SqliteDeliveryLog, parse_last_event_id
 from .errors import (
@@ -32,6 +33,7 @@ from .errors import (
 )
 from .journal import SqliteSourceJournal
 from .projector import project_run
+from .stores import is_postgres_url, open_stores
 
 __all__ = [
     "Cursor",
@@ -42,6 +44,11 @@ __all__ = [
     "Delivery",
     "parse_last_event_id",
     "project_run",
+    "SqliteCheckpointStore",
+    "StoredCheckpoint",
+    "resume_from_checkpoint",
+    "open_stores",
+    "is_postgres_url",
     "HistoryError",
     "ForeignRunError",
     "SequenceOrderError",

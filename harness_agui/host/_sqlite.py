@@ -66,7 +66,7 @@ import threading
 import time
 import urllib.parse
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -130,6 +130,10 @@ class Table:
     columns: tuple[Column, ...]
     key: tuple[str, ...]
     indexes: tuple[tuple[str, str], ...] = ()  # (index name, column list)
+    unique: tuple[tuple[str, str], ...] = ()  # unique indexes, the same way
+    # The upgrade from an earlier release's layout of this table: (its column names without crc,
+    # a function(conn, path) that rewrites the table in this layout inside the open's transaction).
+    upgrade: tuple[tuple[str, ...], Any] | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -150,6 +154,7 @@ class Table:
         statements = [f"CREATE TABLE IF NOT EXISTS {self.name} ({', '.join(columns)}, crc INTEGER NOT NULL, "
                       f"PRIMARY KEY ({', '.join(self.key)}))"]
         statements += [f"CREATE INDEX IF NOT EXISTS {name} ON {self.name} ({on})" for name, on in self.indexes]
+        statements += [f"CREATE UNIQUE INDEX IF NOT EXISTS {name} ON {self.name} ({on})" for name, on in self.unique]
         return statements
 
     def sealed(self, values: Sequence[Any]) -> tuple[Any, ...]:
@@ -177,6 +182,33 @@ class Table:
         if rowid is not None:
             row += f" (rowid {rowid})"
         return DamagedStoreError(reason, path=path, table=self.name, row=row or None)
+
+
+def rewrite_table(conn: sqlite3.Connection, path: str, old: Table, new: Table,
+                  convert: Callable[[tuple[Any, ...]], tuple[Any, ...]]) -> None:
+    """Rewrite table ``old`` (same name, an earlier layout) as ``new``, inside the caller's write
+    transaction: every row is checked as ``old`` and stored as ``new`` from ``convert(values)``,
+    with its new checksum. A damaged row raises DamagedStoreError and the transaction rolls back."""
+    kept = f"{old.name}_upgrading"
+    conn.execute(f"ALTER TABLE {old.name} RENAME TO {kept}")
+    for name, _ in (*old.indexes, *old.unique):
+        conn.execute(f"DROP INDEX IF EXISTS {name}")
+    for statement in new.schema():
+        conn.execute(statement)
+    select = old.select.replace("rowid, ", f"{kept}.rowid, ", 1)
+    # In pages by rowid, not with one fetchall(): a journal's table holds every line ever written,
+    # and the upgrade should not need the whole file in memory at once.
+    last: Any = None
+    while True:
+        where = "" if last is None else f" WHERE {kept}.rowid > ?"
+        rows = conn.execute(f"SELECT {select} FROM {kept}{where} ORDER BY {kept}.rowid LIMIT 512",
+                            () if last is None else (last,)).fetchall()
+        for row in rows:
+            conn.execute(new.insert, new.sealed(convert(old.checked(path, row))))
+        if len(rows) < 512:
+            break
+        last = rows[-1][0]
+    conn.execute(f"DROP TABLE {kept}")
 
 
 def _describe(value: Any) -> str:
@@ -249,11 +281,22 @@ class Database:
             mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise ValueError(f"{self.path!r} cannot be put in WAL mode (journal_mode is {mode})")
-        if self._missing(conn):
+        if self._missing(conn) or self._outdated(conn):
             with self.write("open"):
+                for table in self._outdated(conn):
+                    assert table.upgrade is not None
+                    table.upgrade[1](conn, self.path)
                 for table in self._tables:
                     for statement in table.schema():
                         conn.execute(statement)
+
+    def _columns(self, conn: sqlite3.Connection, table: Table) -> tuple[str, ...]:
+        return tuple(r[1] for r in conn.execute(f"PRAGMA table_info({table.name})"))
+
+    def _outdated(self, conn: sqlite3.Connection) -> list[Table]:
+        # Tables in an earlier release's layout, which the open upgrades.
+        return [t for t in self._tables
+                if t.upgrade is not None and self._columns(conn, t) == (*t.upgrade[0], "crc")]
 
     def _open_read_only(self) -> None:
         if not os.path.isfile(self.path):
@@ -284,7 +327,10 @@ class Database:
     def _check_columns(self) -> None:
         with self.read() as conn:
             for table in self._tables:
-                found = tuple(r[1] for r in conn.execute(f"PRAGMA table_info({table.name})"))
+                found = self._columns(conn, table)
+                if table.upgrade is not None and found == (*table.upgrade[0], "crc"):
+                    raise StorageError(f"{self.path}: table {table.name} has the layout of an earlier release; "
+                                       "open the store once for writing to upgrade it")
                 if found != (*table.names, "crc"):
                     raise DamagedStoreError(
                         f"its columns are ({', '.join(map(str, found))}), not ({', '.join(table.names)}, crc): "

@@ -1,11 +1,17 @@
 # The durable AG-UI delivery log, and the protocol that makes it crash-safe.
 #
-#     harness_agui_delivery_runs(run_id, thread_id, source_cursor, last_event_id, finished, crc)
-#     harness_agui_deliveries(run_id, event_id, source_sequence, event_type, data, crc)
+#     harness_agui_delivery_runs(run_id, thread_id, source_cursor, last_event_id, finished, runs, crc)
+#     harness_agui_deliveries(run_id, event_id, source_position, event_type, data, crc)
 #
-# Every AG-UI event a Host publishes gets an id: 1, 2, 3, ... per Run, in
-# publication order, stored with the event's JSON (camelCase, as clients read
-# it) and the sequence of the source item that produced it. The ids are the
+# A Run here is a root Run: its one stream carries the items of the child Runs
+# it delegates to as well (see ``journal``), and their events are the root
+# Run's events. Every AG-UI event a Host publishes gets an id: 1, 2, 3, ...
+# per root Run, in publication order, stored with the event's JSON (camelCase,
+# as clients read it) and the position in the stream of the source item that
+# produced it (its sequence, for a Run without child Runs). ``runs`` holds
+# where each Run of the stream stands (thread, next sequence, ended), as
+# JSON, so that ``record`` checks every item by the same rule as every other
+# reader. The ids are the
 # log's own, independent of source sequences (one item may produce no event
 # or several), and never reused. A UI client that reconnects with the
 # Server-Sent Events ``Last-Event-ID`` header is served every event after that
@@ -29,8 +35,9 @@
 #
 #   1. append: the source item is committed to the journal first.
 #   2. record: ``observer.observe(item)`` gives the item's events, and
-#      ``record(item, events)`` commits, in ONE transaction, the events with
-#      their new ids AND the Run's delivery cursor (= the item's sequence).
+#      ``record(item, events, root_run_id=...)`` commits, in ONE transaction,
+#      the events with their new ids AND the Run's delivery cursor (= the
+#      item's position in the stream).
 #      An item whose events are all dropped still advances the cursor.
 #   3. publish: clients are only ever served committed rows (``replay``,
 #      ``follow``, ``sse``), so an id a client has seen can never be assigned
@@ -50,8 +57,8 @@
 #     are the same events) and get their ids then. No client saw them before.
 #   - after 2 commits: the prefix holds the item; it is never recorded twice
 #     (``record`` refuses anything but the item after the cursor: it runs the
-#     item through ``core.history.advance`` from the stored cursor, the same
-#     order every reader of the history checks).
+#     item through ``core.history.advance_stream`` from the stored cursor, the
+#     same order every reader of the history checks).
 #
 # So every event id is assigned exactly once, and the published stream has
 # neither gap nor duplicate, however often the Host dies. Two projectors that
@@ -77,36 +84,75 @@ from __future__ import annotations
 import asyncio
 import enum
 import hashlib
+import json
 import os
 import re
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import attrs
-from ag_ui.core import BaseEvent, EventType
+from ag_ui.core import BaseEvent, EventType, RunErrorEvent
+from pyrsistent import pmap
 
+from ..core.encode import EncodedEvent
 from ..core.errors import HistoryError
-from ..core.history import HistoryCursor, advance
+from ..core.history import HistoryCursor, StreamCursor, advance_stream
 from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
-from ..wire.agui import agui_to_json, sse_frame
-from ._sqlite import FLAG, INTEGER, TEXT, Column, Database, Table, poll_interval_seconds
+from ..wire.agui import agui_to_json
+from ._sqlite import FLAG, INTEGER, TEXT, Column, Database, Table, poll_interval_seconds, rewrite_table
 from .checks import Cursor
 from .errors import DeliveryOrderError, ForeignEventIdError, ProjectorConflictError, UnknownEventIdError
 
-__all__ = ["Delivery", "SqliteDeliveryLog", "parse_last_event_id"]
+__all__ = ["Delivery", "SqliteDeliveryLog", "parse_last_event_id", "sse_id"]
 
-RUNS = Table(
+# The layout of the release before streams: no per-Run cursors, source sequences.
+_RUNS_V1 = Table(
     "harness_agui_delivery_runs",
     (Column("run_id", TEXT), Column("thread_id", TEXT), Column("source_cursor", INTEGER),
      Column("last_event_id", INTEGER), Column("finished", FLAG)),
     key=("run_id",),
 )
-EVENTS = Table(
+_EVENTS_V1 = Table(
     "harness_agui_deliveries",
     (Column("run_id", TEXT), Column("event_id", INTEGER), Column("source_sequence", INTEGER),
      Column("event_type", TEXT), Column("data", TEXT)),
     key=("run_id", "event_id"),
 )
+
+
+def _upgrade_runs(conn: Any, path: str) -> None:
+    # Every Run of that release was a stream without children: its cursor was its sequence.
+    rewrite_table(conn, path, _RUNS_V1, RUNS, lambda v: (*v, _runs_json({v[0]: (v[1], v[2] + 1, bool(v[4]))})))
+
+
+def _upgrade_events(conn: Any, path: str) -> None:
+    rewrite_table(conn, path, _EVENTS_V1, EVENTS, lambda v: v)
+
+
+RUNS = Table(
+    "harness_agui_delivery_runs",
+    (Column("run_id", TEXT), Column("thread_id", TEXT), Column("source_cursor", INTEGER),
+     Column("last_event_id", INTEGER), Column("finished", FLAG), Column("runs", TEXT)),
+    key=("run_id",),
+    upgrade=(_RUNS_V1.names, _upgrade_runs),
+)
+EVENTS = Table(
+    "harness_agui_deliveries",
+    (Column("run_id", TEXT), Column("event_id", INTEGER), Column("source_position", INTEGER),
+     Column("event_type", TEXT), Column("data", TEXT)),
+    key=("run_id", "event_id"),
+    upgrade=(_EVENTS_V1.names, _upgrade_events),
+)
+
+
+def _runs_json(runs: dict[str, tuple[str | None, int, bool]]) -> str:
+    return json.dumps({run: list(value) for run, value in runs.items()}, separators=(",", ":"),
+                      ensure_ascii=False)
+
+
+def _stream_json(cursor: StreamCursor) -> str:
+    both = [(cursor.root.run_id, cursor.root), *cursor.children.items()]
+    return _runs_json({run: (c.thread_id, c.next_sequence, c.finished) for run, c in both if run is not None})
 
 _PAGE = 512
 _TAG_DIGITS = 8
@@ -133,14 +179,15 @@ def _run_tag(run_id: str) -> str:
 class Delivery:
     """One published AG-UI event with its durable id.
 
-    ``event_id`` is the id within the Run (1, 2, ...), ``source_sequence``
-    the sequence of the source item that produced the event, ``data`` the
-    event's JSON exactly as clients receive it.
+    ``run_id`` is the root Run, ``event_id`` the id within it (1, 2, ...),
+    ``source_position`` the position in the root Run's stream of the source
+    item that produced the event (its sequence, for a Run without child
+    Runs), ``data`` the event's JSON exactly as clients receive it.
     """
 
     run_id: str
     event_id: int
-    source_sequence: int
+    source_position: int
     event_type: str
     data: str
 
@@ -154,11 +201,19 @@ class Delivery:
         """The id clients see: ``<event_id>.<tag>``, the tag naming the Run (8 hex digits of a digest
         of the run id). The SSE ``id:`` field, so what a reconnecting browser sends as
         ``Last-Event-ID``; accepted back for this Run only (``parse_last_event_id``)."""
-        return f"{self.event_id}.{_run_tag(self.run_id)}"
+        return sse_id(self.run_id, self.event_id)
 
     def sse(self) -> str:
-        """The Server-Sent Events frame for this event, carrying its id (``id: <sse_id>``)."""
-        return sse_frame(self.event, event_id=self.sse_id)
+        """The Server-Sent Events frame for this event, carrying its id (``id: <sse_id>``): the stored JSON
+        as it is (one line: compact JSON holds no line break)."""
+        return f"id: {self.sse_id}\ndata: {self.data}\n\n"
+
+
+def sse_id(run_id: str, event_id: int) -> str:
+    """The id clients see for event ``event_id`` of root Run ``run_id``: ``<event_id>.<tag>`` (see
+    ``Delivery.sse_id``). A Host that sends other frames (a late joiner's catch-up) gives the last one
+    the id of the last event it covers, so that a reconnect continues after it."""
+    return f"{event_id}.{_run_tag(run_id)}"
 
 
 def parse_last_event_id(value: str | int | None, *, run_id: str) -> int:
@@ -212,6 +267,19 @@ class _Head:
     cursor: int
     last_event_id: int
     finished: bool
+    runs: str
+
+    def stream(self, run_id: str, path: str) -> StreamCursor:
+        """The stream cursor after the recorded items; DamagedStoreError for a ``runs`` it cannot read."""
+        try:
+            data = json.loads(self.runs)
+            cursors = {run: HistoryCursor(run, thread, int(due), bool(ended))
+                       for run, (thread, due, ended) in data.items()}
+            root = cursors.pop(run_id)
+        except (ValueError, TypeError, KeyError, AttributeError) as e:
+            raise RUNS.damaged(path, None, f"column runs does not hold the stream's cursors ({e})",
+                               run_id=run_id) from None
+        return StreamCursor(root, pmap(cursors), self.cursor + 1, opened=True)
 
 
 class SqliteDeliveryLog:
@@ -250,13 +318,19 @@ class SqliteDeliveryLog:
 
     # -- writing -----------------------------------------------------------------
 
-    def record(self, item: HarnessStreamEvent, events: Sequence[BaseEvent], *,
+    def record(self, item: HarnessStreamEvent, events: Sequence[BaseEvent | EncodedEvent], *,
+               root_run_id: str | None = None,
                expected_cursor: Cursor | _Unchecked = _Unchecked.UNCHECKED) -> tuple[Delivery, ...]:
         """Assign ids to the events one source item produced and store them.
 
-        Writes, in one transaction, the events (in order, with ids following
-        the Run's last id) and the Run's delivery cursor, set to
-        ``item.sequence``; an empty ``events`` only advances the cursor.
+        The item belongs to the stream of root Run ``root_run_id`` (left
+        out: the item's own Run; an item of a child Run must name its root).
+        ``events`` are AG-UI events, or the ``EncodedEvent``s of
+        ``observer.observe_encoded(item)`` (stored as they are, with no event
+        built or dumped). Writes, in one transaction, the events (in order, with ids following
+        the root Run's last id) and the delivery cursor, set to the item's
+        position in the stream (the item's sequence, for a Run without child
+        Runs); an empty ``events`` only advances the cursor.
         ``expected_cursor``, when given, is the delivery cursor the caller
         last saw (None: nothing recorded yet): a projector passes it so that
         another projector's records are noticed. Returns the new deliveries.
@@ -264,12 +338,12 @@ class SqliteDeliveryLog:
         Raises TypeError for a value that is not a source item or an AG-UI
         event; ``ProjectorConflictError`` when the stored cursor is not
         ``expected_cursor`` (another projector recorded since); and
-        ``DeliveryOrderError`` when the item is not the Run's next one by
-        ``core.history.advance`` (the Run's first record is sequence 0, each
-        later one the next sequence, nothing after the terminal item, the
-        Thread of the first): already recorded, skipped ahead, after the
-        terminal item, another Thread. Its ``__cause__`` is the
-        ``HistoryError`` that says which. ``ReadOnlyStoreError`` on a
+        ``DeliveryOrderError`` when the item is not the stream's next one by
+        ``core.history.advance_stream`` (the root's first record is sequence
+        0, each Run's later ones its next sequence, nothing after the root's
+        terminal item, each Run keeps its Thread): already recorded, skipped
+        ahead, after the terminal item, another Thread. Its ``__cause__`` is
+        the ``HistoryError`` that says which. ``ReadOnlyStoreError`` on a
         read-only log, ``DamagedStoreError`` when the Run's stored rows are
         damaged, sqlite3 errors for storage failures. On any error nothing
         is written.
@@ -278,45 +352,111 @@ class SqliteDeliveryLog:
             raise TypeError(f"record() takes a Harness source item, not {type(item).__name__}")
         if expected_cursor is not _Unchecked.UNCHECKED and expected_cursor is not None and (
                 not isinstance(expected_cursor, int) or isinstance(expected_cursor, bool)):
-            raise TypeError(f"expected_cursor is an int sequence or None, not {type(expected_cursor).__name__}")
-        events = tuple(events)
+            raise TypeError(f"expected_cursor is an int position or None, not {type(expected_cursor).__name__}")
+        if root_run_id is not None and (not isinstance(root_run_id, str) or not root_run_id.strip()):
+            raise ValueError(f"root_run_id must be a non-blank str or None, not {root_run_id!r}")
+        rows: list[tuple[str, str]] = []
         for e in events:
-            if not isinstance(e, BaseEvent):
+            if type(e) is EncodedEvent:
+                rows.append(e)
+            elif isinstance(e, BaseEvent):
+                rows.append((e.type.value if isinstance(e.type, EventType) else str(e.type), agui_to_json(e)))
+            else:
                 raise TypeError(f"record() takes AG-UI events, not {type(e).__name__}")
-        rows = [(e.type.value if isinstance(e.type, EventType) else str(e.type), agui_to_json(e)) for e in events]
-        run_id, seq = item.run_id, item.sequence
-        finished = isinstance(item, HarnessRunResultEvent)
+        run_id = item.run_id if root_run_id is None else root_run_id
         with self._db.write("record", EVENTS) as conn:
             head = self._head(conn, run_id)
-            found = None if head is None else head.cursor
+            found = None if head is None or head.cursor < 0 else head.cursor
             if expected_cursor is not _Unchecked.UNCHECKED and expected_cursor != found:
                 raise ProjectorConflictError(run_id=run_id, cursor=expected_cursor, found=found)
             if head is None:
-                last_id, cursor = 0, HistoryCursor(run_id)
+                last_id, cursor = 0, StreamCursor.of(run_id)
             else:
-                last_id = head.last_event_id
-                cursor = HistoryCursor(run_id, head.thread_id, head.cursor + 1, head.finished)
+                last_id, cursor = head.last_event_id, head.stream(run_id, self.path)
             try:
-                advance(cursor, item)
+                after = advance_stream(cursor, item)
             except HistoryError as e:
-                raise DeliveryOrderError(f"cannot record: {e.reason}", run_id=run_id, sequence=seq,
-                                         cursor=cursor.last_sequence) from e
-            out = tuple(Delivery(run_id, last_id + i, seq, kind, data) for i, (kind, data) in enumerate(rows, 1))
+                raise DeliveryOrderError(f"cannot record: {e.reason}", run_id=run_id, sequence=item.sequence,
+                                         cursor=found) from e
+            position = after.next_position - 1
+            out = tuple(Delivery(run_id, last_id + i, position, kind, data) for i, (kind, data) in enumerate(rows, 1))
             conn.executemany(EVENTS.insert, [
-                EVENTS.sealed((d.run_id, d.event_id, seq, d.event_type, d.data)) for d in out])
+                EVENTS.sealed((d.run_id, d.event_id, position, d.event_type, d.data)) for d in out])
             conn.execute(
                 f"{RUNS.insert} ON CONFLICT (run_id) DO UPDATE SET source_cursor = excluded.source_cursor, "
-                "last_event_id = excluded.last_event_id, finished = excluded.finished, crc = excluded.crc",
-                RUNS.sealed((run_id, item.thread_id, seq, last_id + len(out), int(finished))))
+                "last_event_id = excluded.last_event_id, finished = excluded.finished, runs = excluded.runs, "
+                "crc = excluded.crc",
+                RUNS.sealed((run_id, after.root.thread_id, position, last_id + len(out), int(after.finished),
+                             _stream_json(after))))
         return out
+
+    # -- a Run that ends without its terminal item (used by harness_agui.serve) ----------
+    # A Run whose projection fails (an item the observer refuses, a processor
+    # that raises) or whose Harness goes away never records its terminal
+    # item, so its followers would wait for ever. ``fail`` records one
+    # RUN_ERROR as the Run's last event and marks the Run finished, in one
+    # transaction guarded by ``expected_cursor`` like ``record``; afterwards
+    # ``record`` refuses every item of the Run (its stream has ended) and
+    # ``follow`` / ``sse`` end after the RUN_ERROR. The journal is untouched.
+
+    def fail(self, run_id: str, event: RunErrorEvent, *, expected_cursor: Cursor,
+             thread_id: str | None = None) -> Delivery:
+        """Record ``event`` as the last event of root Run ``run_id`` and end the Run.
+
+        ``expected_cursor`` is the delivery cursor the caller last saw (None:
+        nothing recorded yet), checked as ``record`` checks it; the cursor
+        itself does not move (``cursor()`` stays None when nothing was
+        recorded: -1 is stored), and the RUN_ERROR's row carries that cursor
+        as its source position.
+        ``thread_id`` is needed only when nothing of the Run was recorded yet.
+        Returns the new delivery.
+
+        Raises TypeError when ``event`` is not a ``RunErrorEvent``;
+        ``ProjectorConflictError`` when the stored cursor is not
+        ``expected_cursor``; ``DeliveryOrderError`` when the Run has already
+        finished (its terminal events, or an earlier failure, are recorded);
+        ValueError when nothing is recorded and ``thread_id`` is missing;
+        ``ReadOnlyStoreError``, ``DamagedStoreError`` and sqlite3 errors as
+        ``record``. On any error nothing is written.
+        """
+        if not isinstance(event, RunErrorEvent):
+            raise TypeError(f"fail() takes a RunErrorEvent, not {type(event).__name__}")
+        data = agui_to_json(event)
+        with self._db.write("fail", EVENTS) as conn:
+            head = self._head(conn, run_id)
+            found = None if head is None or head.cursor < 0 else head.cursor
+            if expected_cursor != found:
+                raise ProjectorConflictError(run_id=run_id, cursor=expected_cursor, found=found)
+            if head is None:
+                if not isinstance(thread_id, str) or not thread_id.strip():
+                    raise ValueError(f"run {run_id!r} has no delivery yet: fail() needs its thread_id")
+                last_id, cursor, thread = 0, -1, thread_id
+                runs: dict[str, Any] = {run_id: [thread_id, 0, True]}
+            else:
+                if head.finished:
+                    raise DeliveryOrderError("cannot fail: the run has already finished", run_id=run_id,
+                                             sequence=head.cursor, cursor=head.cursor)
+                last_id, cursor, thread = head.last_event_id, head.cursor, head.thread_id
+                head.stream(run_id, self.path)  # a runs column that cannot be read is damage
+                runs = json.loads(head.runs)
+                runs[run_id][2] = True  # the root's stream has ended: record() refuses what follows
+            delivery = Delivery(run_id, last_id + 1, cursor, EventType.RUN_ERROR.value, data)
+            conn.execute(EVENTS.insert, EVENTS.sealed((run_id, delivery.event_id, cursor, delivery.event_type, data)))
+            conn.execute(
+                f"{RUNS.insert} ON CONFLICT (run_id) DO UPDATE SET last_event_id = excluded.last_event_id, "
+                "finished = excluded.finished, runs = excluded.runs, crc = excluded.crc",
+                RUNS.sealed((run_id, thread, cursor, delivery.event_id, 1,
+                             json.dumps(runs, separators=(",", ":"), ensure_ascii=False))))
+        return delivery
 
     # -- reading -----------------------------------------------------------------
 
     def cursor(self, run_id: str) -> Cursor:
-        """The sequence of the last source item whose events are recorded; None if none is.
-        Raises ``DamagedStoreError`` when the Run's row is damaged or disagrees with its events."""
+        """The position in root Run ``run_id``'s stream of the last source item whose events are recorded
+        (its sequence, for a Run without child Runs); None if none is. Raises ``DamagedStoreError`` when
+        the Run's row is damaged or disagrees with its events."""
         head = self._read_head(run_id)
-        return None if head is None else head.cursor
+        return None if head is None or head.cursor < 0 else head.cursor
 
     def last_event_id(self, run_id: str) -> int:
         """The last event number assigned in the Run (the number of events recorded); 0 if none.
@@ -403,7 +543,7 @@ class SqliteDeliveryLog:
                 raise RUNS.damaged(path, None, f"missing, while {EVENTS.name} holds events of the run "
                                                f"(up to id {top!r:.40})", run_id=run_id)
             return None
-        run, thread_id, cursor, last, finished = RUNS.checked(path, row)
+        run, thread_id, cursor, last, finished, runs = RUNS.checked(path, row)
         if run != run_id:
             raise RUNS.damaged(path, None, f"the index gave the row of run {run!r:.80}", row[0], run_id=run_id)
         if last < 0:
@@ -417,7 +557,7 @@ class SqliteDeliveryLog:
                                      event_id=top)
             raise EVENTS.damaged(path, None, f"missing: the run's last event id is {last}", run_id=run_id,
                                  event_id=(top or 0) + 1)
-        return _Head(thread_id, cursor, last, bool(finished))
+        return _Head(thread_id, cursor, last, bool(finished), runs)
 
     def _read_head(self, run_id: str) -> _Head | None:
         with self._db.read(RUNS, f"the delivery row of run {run_id!r}") as conn:
@@ -438,14 +578,14 @@ class SqliteDeliveryLog:
         out = []
         due = after + 1
         for row in rows:
-            run, event_id, seq, kind, data = EVENTS.checked(path, row)
+            run, event_id, position, kind, data = EVENTS.checked(path, row)
             if run != run_id:
                 raise EVENTS.damaged(path, None, f"the run's index gave a row of run {run!r:.80}", run_id=run_id,
                                      event_id=event_id)
             if event_id != due:
                 raise EVENTS.damaged(path, None, f"missing (the next event stored is {event_id})", run_id=run_id,
                                      event_id=due)
-            out.append(Delivery(run_id, event_id, seq, kind, data))
+            out.append(Delivery(run_id, event_id, position, kind, data))
             due += 1
         if to_the_end and due <= last:
             raise EVENTS.damaged(path, None, f"missing: the run's last event id is {last}", run_id=run_id,

@@ -117,8 +117,9 @@ class DeliveryError(StorageError):
 class DeliveryOrderError(DeliveryError):
     """A batch was recorded for a source item that is not the next one.
 
-    ``sequence`` is the item's sequence, ``cursor`` the last source sequence
-    already recorded (None if none).
+    ``run_id`` is the root Run, ``sequence`` the item's sequence, ``cursor``
+    the position of the last source item already recorded in the root Run's
+    stream (None if none).
     """
 
     def __init__(self, reason: str, *, run_id: str, sequence: int, cursor: int | None) -> None:

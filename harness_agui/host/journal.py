@@ -1,48 +1,69 @@
-# The embedded source journal: a Run's source items in one SQLite table, and
-# each Run's head in another.
+# The embedded source journal: the stream of each root Run (its own items and
+# those of the child Runs it delegated to, in arrival order) in one SQLite
+# table, and the head of every Run (root or child) in another.
 #
-#     harness_source_items(run_id, sequence, thread_id, terminal, line, crc)
-#     primary key (run_id, sequence); line = codec.encode(item); crc: see _sqlite
-#     harness_source_runs(run_id, thread_id, last_sequence, terminal, crc)
-#     primary key run_id; one row per Run, in the order of the Runs' first items
+#     harness_source_items(run_id, position, item_run_id, sequence, thread_id, terminal, line, crc)
+#     primary key (run_id, position): run_id is the stream's root Run, position
+#     the item's place in the stream; unique (item_run_id, sequence): the item's
+#     own Run and sequence. line = codec.encode(item); crc: see _sqlite
+#     harness_source_runs(run_id, root_run_id, thread_id, last_sequence, terminal, last_position, crc)
+#     primary key run_id; one row per Run (a root Run has root_run_id = run_id),
+#     in the order of the Runs' first items
+#
+# A Run that delegates publishes one stream in which its child Runs' items
+# (each Run numbering its own from 0) are interleaved with its own
+# (core/subagents.py). That stream, in arrival order, is the Run's retained
+# history: what ``read_prefix`` gives back for a resume, and what a handoff
+# cursor points into. A cursor is a *position*: the index of an item in its
+# root's stream, counted from the first sequence (0), so for a Run that
+# delegates nothing an item's position is its sequence.
 #
 # Each row holds one item in the project's wire format (the JSON line of
 # ``codec.encode``, which carries its own version ``v``), so a journal written
 # by this release is read by a later one through ``codec.decode`` and the
 # ``migrations`` the journal is given. The other columns are only the keys the
-# queries need.
+# queries need. A file written by a release whose journal kept one Run per
+# table key (no positions) is upgraded when it is first opened for writing:
+# each stored Run becomes a stream without children, position = sequence.
 #
-# ``append`` enforces the order of the Run's history at write time, inside the
-# one transaction that writes the row and the Run's head: it builds the Run's
-# ``HistoryCursor`` from the head (or a fresh one at ``first_sequence``) and runs the item
-# through ``core.history.advance``, the policy every reader shares: the Run's
-# first item carries ``first_sequence``, every later one the next sequence,
-# the Thread never changes and nothing follows the terminal result. Only
-# when that refuses an item at a sequence already stored is the slot looked
-# at: a second delivery of the stored item is recognised (same decoded value)
-# and ignored, even after the terminal result; a different item there is a
-# ``JournalConflictError`` (a SequenceOrderError), or the AfterTerminalError
-# ``advance`` raised when the Run has ended, as every reader reports it. So the
-# table only ever holds contiguous, consistent Runs, and readers still check
-# what they read (``check_prefix``, ``check_tail``) because a database file
-# can be edited, pruned or restored from elsewhere.
+# ``append`` enforces the order of the stream at write time, inside the one
+# transaction that writes the row and the heads: it builds a
+# ``StreamCursor`` from the heads of the root and of the item's Run and runs
+# the item through ``core.history.advance_stream``, the policy every reader
+# shares: each Run's first item carries sequence 0 (the root's:
+# ``first_sequence``), every later one the next sequence, a Run's Thread
+# never changes, and nothing of the stream follows the root's terminal
+# result. Only when that refuses an item at a sequence already stored is the
+# slot looked at: a second delivery of the stored item is recognised (same
+# decoded value) and ignored, even after the terminal result; a different
+# item there is a ``JournalConflictError`` (a SequenceOrderError), or the
+# AfterTerminalError the check raised when the stream has ended, as every
+# reader reports it. So the table only ever holds contiguous, consistent
+# Runs, and readers still check what they read (``check_prefix``,
+# ``check_tail``) because a database file can be edited, pruned or restored
+# from elsewhere. Which child Runs a stream may carry (announced by a
+# delegation, not yet finished) is the observer's check, not the journal's.
 #
 # Readers page through the table in worker threads (see ``_sqlite``). Rows are
 # never updated or deleted by the journal, so a prefix read in several pages
 # is the same as one read at once. ``tail`` polls for rows after the last one
-# it yielded and stops after the terminal result; polling is cheap here (one
-# indexed range query) and needs no cross-process signalling.
+# it yielded and stops after the root's terminal result; polling is cheap
+# here (one indexed range query) and needs no cross-process signalling.
 #
 # Every row is checked as it is read (types and checksum, ``_sqlite``), and a
-# row found by its key must carry that key. The head row is what ``cursor``,
-# ``finished``, ``runs`` and ``append`` read; it is checked against the
-# highest sequence the items' index holds for the Run, and every read that
-# goes to the end of what is stored must reach the head's sequence. So a
-# damaged file that lost or hid the Run's last items (or holds items past its
-# head) raises ``DamagedStoreError`` instead of a short cursor or a tail that
-# waits for an item it cannot see. Items missing in the middle (rows deleted
-# by hand) read as a gap, as they always did: a ``SequenceGapError``. To
-# prune a whole Run, delete its rows from both tables.
+# row found by its key must carry that key. The head rows are what
+# ``cursor``, ``finished``, ``runs`` and ``append`` read; a Run's head is
+# checked against the highest sequence the items' index holds for that Run,
+# and a root's also against the highest position of its stream, and every
+# read that goes to the end of what is stored must reach the head's
+# position. So a damaged file that lost or hid the stream's last items (or
+# holds items past its head) raises ``DamagedStoreError`` instead of a short
+# cursor or a tail that waits for an item it cannot see. Items missing in the
+# middle (rows deleted by hand) read as a gap, as they always did: a
+# ``SequenceGapError``, raised by the reader at the missing position (whose
+# Run may be a child that has no later item to show the hole). To prune a whole Run, delete the rows of its stream
+# (``run_id``) from the items table and those of its Runs (``root_run_id``)
+# from the heads.
 
 from __future__ import annotations
 
@@ -52,24 +73,26 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import attrs
+from pyrsistent import pmap
 
-from ..core.errors import AfterTerminalError, SequenceOrderError
-from ..core.history import HistoryCursor, advance
+from ..core.errors import AfterTerminalError, ForeignRunError, SequenceGapError, SequenceOrderError
+from ..core.history import HistoryCursor, StreamCursor, advance_stream
 from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
 from ..wire.codec import DecodeError, Migration, decode, encode
-from ._sqlite import FLAG, INTEGER, TEXT, Column, Database, Table, poll_interval_seconds
-from .checks import Cursor, check_prefix, check_tail
+from ._sqlite import FLAG, INTEGER, TEXT, Column, Database, Table, poll_interval_seconds, rewrite_table
+from .checks import Cursor, _check_args, check_prefix, check_tail
 from .errors import JournalConflictError
 
 __all__ = ["SqliteSourceJournal"]
 
-ITEMS = Table(
+# The layout of the release before streams: one Run per key, no positions.
+_ITEMS_V1 = Table(
     "harness_source_items",
     (Column("run_id", TEXT), Column("sequence", INTEGER), Column("thread_id", TEXT), Column("terminal", FLAG),
      Column("line", TEXT)),
     key=("run_id", "sequence"),
 )
-HEADS = Table(
+_HEADS_V1 = Table(
     "harness_source_runs",
     (Column("run_id", TEXT), Column("thread_id", TEXT), Column("last_sequence", INTEGER), Column("terminal", FLAG)),
     key=("run_id",),
@@ -77,13 +100,45 @@ HEADS = Table(
 )
 
 
+def _upgrade_items(conn: Any, path: str) -> None:
+    rewrite_table(conn, path, _ITEMS_V1, ITEMS, lambda v: (v[0], v[1], v[0], v[1], v[2], v[3], v[4]))
+
+
+def _upgrade_heads(conn: Any, path: str) -> None:
+    rewrite_table(conn, path, _HEADS_V1, HEADS, lambda v: (v[0], v[0], v[1], v[2], v[3], v[2]))
+
+
+ITEMS = Table(
+    "harness_source_items",
+    (Column("run_id", TEXT), Column("position", INTEGER), Column("item_run_id", TEXT), Column("sequence", INTEGER),
+     Column("thread_id", TEXT), Column("terminal", FLAG), Column("line", TEXT)),
+    key=("run_id", "position"),
+    unique=(("harness_source_items_run", "item_run_id, sequence"),),
+    upgrade=(_ITEMS_V1.names, _upgrade_items),
+)
+HEADS = Table(
+    "harness_source_runs",
+    (Column("run_id", TEXT), Column("root_run_id", TEXT), Column("thread_id", TEXT),
+     Column("last_sequence", INTEGER), Column("terminal", FLAG), Column("last_position", INTEGER)),
+    key=("run_id",),
+    indexes=(("harness_source_runs_thread", "thread_id"), ("harness_source_runs_root", "root_run_id")),
+    upgrade=(_HEADS_V1.names, _upgrade_heads),
+)
+
+
 @attrs.frozen
 class _Head:
     """A Run's head row, checked against the items' index."""
 
+    root_run_id: str
     thread_id: str
     last_sequence: int
     terminal: bool
+    last_position: int
+
+    def cursor(self, run_id: str) -> HistoryCursor:
+        return HistoryCursor(run_id, self.thread_id, self.last_sequence + 1, self.terminal)
+
 
 _PAGE = 256
 
@@ -144,24 +199,35 @@ class SqliteSourceJournal:
 
     # -- writing -----------------------------------------------------------------
 
-    def append(self, item: HarnessStreamEvent) -> bool:
-        """Store one source item durably, in one transaction.
+    def append(self, item: HarnessStreamEvent, *, root_run_id: str | None = None) -> bool:
+        """Store one source item durably, at the end of its root Run's stream, in one transaction.
+
+        The stream is that of ``root_run_id``: the Run whose public stream
+        the Host is reading. Left out, it is the stream the item's Run
+        already belongs to, or, for a Run the journal does not know, a new
+        stream whose root is the item's own Run. An item of a Run other than
+        the root is a child item: a new child Run joins the root's stream
+        (which must exist) with its first item, at sequence 0.
 
         Returns True when the item was written, False when the identical item
         was already stored at its (run id, sequence) (a duplicate delivery;
         nothing is written). Raises TypeError for a value that is not a
-        source item; otherwise the ``HistoryError`` of ``core.history.advance``
-        for an item that is not the Run's next one: ``JournalConflictError``
-        (a ``SequenceOrderError``) when a different item is stored at that
-        slot of a Run that has not ended, ``SequenceOrderError`` for an
-        earlier sequence that was never stored, ``SequenceGapError`` for a skipped sequence (or a first item
-        not at ``first_sequence``), ``AfterTerminalError`` after the Run's
-        terminal result, ``ForeignRunError`` when the Run's Thread would
-        change; DecodeError
-        when the stored item it is compared with cannot be decoded;
-        ``ReadOnlyStoreError`` on a read-only journal; ``DamagedStoreError``
-        when a stored row it reads is damaged; sqlite3 errors for storage
-        failures. On any error nothing is written.
+        source item, ValueError for a blank ``root_run_id``; otherwise the
+        ``HistoryError`` of ``core.history.advance_stream`` for an item that
+        is not its Run's next one: ``JournalConflictError`` (a
+        ``SequenceOrderError``) when a different item is stored at that slot
+        of a stream that has not ended, ``SequenceOrderError`` for an earlier
+        sequence that was never stored, ``SequenceGapError`` for a skipped
+        sequence (or a root's first item not at ``first_sequence``),
+        ``AfterTerminalError`` after the root's terminal result (or the
+        Run's own), ``ForeignRunError`` when a Run's Thread would change,
+        when ``root_run_id`` names another stream than the one the item's
+        Run belongs to, when the root's stream does not exist yet for a
+        child item, or for a child Run whose first item is not at sequence
+        0; DecodeError when the stored item it is compared with cannot be
+        decoded; ``ReadOnlyStoreError`` on a read-only journal;
+        ``DamagedStoreError`` when a stored row it reads is damaged; sqlite3
+        errors for storage failures. On any error nothing is written.
 
         It blocks until the commit is durable (an fsync with the default
         ``synchronous="FULL"``); from a busy event loop, call it through
@@ -169,48 +235,81 @@ class SqliteSourceJournal:
         """
         if not isinstance(item, (HarnessEvent, HarnessRunResultEvent)):
             raise TypeError(f"append() takes a Harness source item, not {type(item).__name__}")
+        if root_run_id is not None and (not isinstance(root_run_id, str) or not root_run_id.strip()):
+            raise ValueError(f"root_run_id must be a non-blank str or None, not {root_run_id!r}")
         line = encode(item)
         run_id, seq = item.run_id, item.sequence
         with self._db.write("append", ITEMS) as conn:
-            head = self._head(conn, run_id)
-            if head is None:
-                cursor = HistoryCursor(run_id, next_sequence=self._first)
-            else:
-                cursor = HistoryCursor(run_id, head.thread_id, head.last_sequence + 1, head.terminal)
+            own = self._head(conn, run_id)
+            root_id = own.root_run_id if own is not None else root_run_id if root_run_id is not None else run_id
+            if root_run_id is not None and root_run_id != root_id:
+                raise ForeignRunError(f"an item of run {run_id!r}, which belongs to the stream of run {root_id!r}, "
+                                      f"appended to the stream of run {root_run_id!r}", run_id=root_run_id,
+                                      sequence=seq, found_run_id=run_id, found_thread_id=item.thread_id)
+            root = own if root_id == run_id else self._head(conn, root_id)
+            if root is not None and root.root_run_id != root_id:
+                # ``root_run_id`` names a child Run (say a middle subagent): its items live in the
+                # stream of its own root, so writing this item under it would file it in a stream
+                # that does not exist and overwrite the child's head with a root's row (whose
+                # checksum then no longer matches: the store would read as damaged).
+                raise ForeignRunError(f"an item of run {run_id!r} appended to the stream of run {root_id!r}, "
+                                      f"which is a child Run in the stream of run {root.root_run_id!r}",
+                                      run_id=root_id, sequence=seq, found_run_id=run_id,
+                                      found_thread_id=item.thread_id)
+            if root_id != run_id and root is None:
+                raise ForeignRunError(f"an item of run {run_id!r} for the stream of run {root_id!r}, which holds "
+                                      "no item yet", run_id=root_id, sequence=seq, found_run_id=run_id,
+                                      found_thread_id=item.thread_id)
+            cursor = self._stream_cursor(root_id, root, run_id, own)
             try:
-                advance(cursor, item)
+                after = advance_stream(cursor, item)
             except (SequenceOrderError, AfterTerminalError) as e:
-                if seq < cursor.next_sequence:  # a stored slot, perhaps: a second delivery is no fault
+                mine = cursor.cursor_of(run_id)
+                if mine is not None and seq < mine.next_sequence:  # a stored slot, perhaps: a second delivery
                     row = self._row(conn, run_id, seq)
                     if row is not None:
-                        stored = row[4]
+                        stored = row[6]
                         if stored == line or self._decode(stored, run_id, seq) == item:
                             return False
                         if isinstance(e, SequenceOrderError):
-                            raise JournalConflictError(run_id, seq, expected=cursor.next_sequence) from None
+                            raise JournalConflictError(run_id, seq, expected=mine.next_sequence) from None
                 raise
+            position = after.next_position - 1
             terminal = int(isinstance(item, HarnessRunResultEvent))
-            conn.execute(ITEMS.insert, ITEMS.sealed((run_id, seq, item.thread_id, terminal, line)))
-            conn.execute(f"{HEADS.insert} ON CONFLICT (run_id) DO UPDATE SET last_sequence = excluded.last_sequence, "
-                         "terminal = excluded.terminal, crc = excluded.crc",
-                         HEADS.sealed((run_id, item.thread_id, seq, terminal)))
+            conn.execute(ITEMS.insert, ITEMS.sealed((root_id, position, run_id, seq, item.thread_id, terminal, line)))
+            upsert = (f"{HEADS.insert} ON CONFLICT (run_id) DO UPDATE SET last_sequence = excluded.last_sequence, "
+                      "terminal = excluded.terminal, last_position = excluded.last_position, crc = excluded.crc")
+            conn.execute(upsert, HEADS.sealed((run_id, root_id, item.thread_id, seq, terminal, position)))
+            if root_id != run_id:  # the root's head holds the stream's last position
+                assert root is not None
+                conn.execute(upsert, HEADS.sealed((root_id, root_id, root.thread_id, root.last_sequence,
+                                                   int(root.terminal), position)))
         return True
 
     # -- reading -----------------------------------------------------------------
 
     def cursor(self, run_id: str) -> Cursor:
-        """The sequence of the Run's last stored item, None if none is stored.
-        Raises ``DamagedStoreError`` if the Run's head is damaged or disagrees with its items."""
-        head = self._read_head(run_id)
-        return None if head is None else head.last_sequence
+        """The position of the last item stored in the stream of root Run ``run_id``, None if none is
+        (for a Run without child Runs, the sequence of its last item). Raises ValueError for the id of a
+        child Run (its items are read through its root's stream), ``DamagedStoreError`` if the Run's head
+        is damaged or disagrees with its items."""
+        head = self._read_root(run_id)
+        return None if head is None else head.last_position
 
     def finished(self, run_id: str) -> bool:
-        """Whether the Run's terminal result is stored. Raises as ``cursor`` does."""
-        head = self._read_head(run_id)
+        """Whether the terminal result of root Run ``run_id`` is stored. Raises as ``cursor`` does."""
+        head = self._read_root(run_id)
         return head is not None and head.terminal
 
+    def root_of(self, run_id: str) -> str | None:
+        """The root Run of the stream that holds Run ``run_id`` (itself for a root), None if unknown.
+        Raises ``DamagedStoreError`` for a damaged head."""
+        head = self._read_head(run_id)
+        return None if head is None else head.root_run_id
+
     def runs(self, thread_id: str | None = None) -> tuple[str, ...]:
-        """The run ids stored (of one Thread, if given), in the order their first item was appended.
+        """The root run ids stored (of one Thread, if given), in the order their first item was appended.
+        Child Runs are not listed: their items are in their root's stream (``root_of``).
         Raises ``DamagedStoreError`` for a damaged head row, or one missing or at odds with its items.
         Reads the whole index of the items table."""
         where, args = ("", ()) if thread_id is None else (" WHERE thread_id = ?", (thread_id,))
@@ -218,27 +317,27 @@ class SqliteSourceJournal:
             rows = conn.execute(f"SELECT {HEADS.select} FROM {HEADS.name}{where} ORDER BY rowid", args).fetchall()
             heads = [HEADS.checked(self.path, row) for row in rows]
             for head, row in zip(heads, rows, strict=True):
-                if thread_id is not None and head[1] != thread_id:
+                if thread_id is not None and head[2] != thread_id:
                     raise HEADS.damaged(self.path, head, f"the index gave this row for thread {thread_id!r:.80}",
                                         row[0])
                 self._head(conn, head[0])  # it agrees with the Run's items
-            orphan = conn.execute(f"SELECT run_id FROM {ITEMS.name} WHERE run_id NOT IN "
+            orphan = conn.execute(f"SELECT item_run_id FROM {ITEMS.name} WHERE item_run_id NOT IN "
                                   f"(SELECT run_id FROM {HEADS.name}) LIMIT 1").fetchone()
         if orphan is not None:
             raise HEADS.damaged(self.path, None, f"missing, while {ITEMS.name} holds items of the run",
                                 run_id=orphan[0])
-        return tuple(head[0] for head in heads)
+        return tuple(head[0] for head in heads if head[0] == head[1])
 
     def read_prefix(self, run_id: str, *, through: Cursor) -> AsyncIterator[HarnessStreamEvent]:
-        """The Run's exact prefix up to and including sequence ``through``, checked.
+        """The exact prefix of root Run ``run_id``'s stream up to and including position ``through``, checked.
 
-        Returns an async iterator of the stored items in order, to be passed
-        to ``HarnessAguiObserver.resume()``; ``through=None`` is the empty
-        prefix. It raises the ``check_prefix`` errors (``HistoryError``s,
-        which leave a resuming observer fresh): in particular
-        ``IncompletePrefixError`` when the journal does not hold the Run up
-        to ``through``. A stored line that cannot be decoded raises
-        DecodeError naming the run and sequence, a damaged row
+        Returns an async iterator of the stored items in stream order (child
+        items included), to be passed to ``HarnessAguiObserver.resume()``;
+        ``through=None`` is the empty prefix. It raises the ``check_prefix``
+        errors (``HistoryError``s, which leave a resuming observer fresh): in
+        particular ``IncompletePrefixError`` when the journal does not hold
+        the stream up to ``through``. A stored line that cannot be decoded
+        raises DecodeError naming the run and sequence, a damaged row
         ``DamagedStoreError`` naming it (nothing of it is yielded). Bad
         arguments raise ValueError or TypeError from this call.
         """
@@ -247,22 +346,24 @@ class SqliteSourceJournal:
 
     def tail(self, run_id: str, *, after: Cursor, poll_interval: float | None = None,
              ) -> AsyncIterator[HarnessStreamEvent]:
-        """Every item of the Run after sequence ``after``, following new appends.
+        """Every item of root Run ``run_id``'s stream after position ``after``, following new appends.
 
         Returns an async iterator that yields the stored items after the
         cursor, then waits (polling every ``poll_interval`` seconds, the
         journal's default if None) for each next one, and ends after the
-        terminal result; if the item at ``after`` is the terminal result it
+        root's terminal result; if the item at ``after`` is that result it
         ends at once. Its first item is the one right after ``after``, so a
         prefix read ``through`` the same cursor and this tail have neither gap
-        nor overlap. Raises the ``check_tail`` errors, and
-        ``AfterTerminalError`` when ``after`` lies beyond the stored terminal
-        result; a damaged row raises as for ``read_prefix``. Cancelling the
-        consuming task stops it cleanly.
+        nor overlap; each Run's order is checked from where the prefix left
+        it (a cursor beyond what is stored yet is waited for). Raises the
+        ``check_tail`` errors, and ``AfterTerminalError`` when
+        ``after`` lies beyond the stored terminal result; ValueError for the
+        id of a child Run; a damaged row raises as for ``read_prefix``.
+        Cancelling the consuming task stops it cleanly.
         """
         interval = self._poll_interval if poll_interval is None else poll_interval_seconds(poll_interval)
-        items = self._follow(run_id, after, interval)
-        return check_tail(items, run_id=run_id, after=after, first_sequence=self._first)
+        _check_args(run_id, after, self._first)  # now: a bad cursor must not be waited for
+        return self._checked_tail(run_id, after, interval)
 
     def close(self) -> None:
         """Close every connection; later calls raise ValueError. Closing twice is harmless."""
@@ -280,6 +381,13 @@ class SqliteSourceJournal:
 
     # -- internals -----------------------------------------------------------------
 
+    def _stream_cursor(self, root_id: str, root: _Head | None, run_id: str, own: _Head | None) -> StreamCursor:
+        # The stream cursor at the end of what is stored, as far as one more item of ``run_id`` needs it.
+        if root is None:
+            return StreamCursor.of(root_id, first_sequence=self._first)
+        children = pmap() if own is None or run_id == root_id else pmap({run_id: own.cursor(run_id)})
+        return StreamCursor(root.cursor(root_id), children, root.last_position + 1)
+
     def _decode(self, line: str, run_id: str, seq: int) -> HarnessStreamEvent:
         try:
             return decode(line, migrations=self._migrations)
@@ -287,98 +395,166 @@ class SqliteSourceJournal:
             raise DecodeError(f"journal row of run {run_id!r} at sequence {seq}: {e.reason}") from e
 
     def _head(self, conn: Any, run_id: str) -> _Head | None:
-        # The head row, and the highest sequence the items' index holds for the Run: they must agree.
+        # The head row, and the highest sequence the items' index holds for the Run: they must agree;
+        # for a root, the highest position of its stream too.
         row = conn.execute(f"SELECT {HEADS.select} FROM {HEADS.name} WHERE run_id = ?", (run_id,)).fetchone()
-        top = conn.execute(f"SELECT MAX(sequence) FROM {ITEMS.name} WHERE run_id = ?", (run_id,)).fetchone()[0]
+        top = conn.execute(f"SELECT MAX(sequence) FROM {ITEMS.name} WHERE item_run_id = ?", (run_id,)).fetchone()[0]
         if row is None:
             if top is not None:
                 raise HEADS.damaged(self.path, None, f"missing, while {ITEMS.name} holds items of the run "
                                                      f"(up to sequence {top!r:.40})", run_id=run_id)
             return None
-        run, thread_id, last, terminal = HEADS.checked(self.path, row)
+        run, root_id, thread_id, last, terminal, position = HEADS.checked(self.path, row)
         if run != run_id:
             raise HEADS.damaged(self.path, None, f"the index gave the row of run {run!r:.80}", row[0], run_id=run_id)
-        if top != last:
-            if top is not None and type(top) is not int:
-                raise ITEMS.damaged(self.path, None, "column sequence does not hold an integer", run_id=run_id,
-                                    sequence=top)
-            if top is not None and top > last:
-                raise ITEMS.damaged(self.path, None, f"beyond the run's last sequence {last} ({HEADS.name})",
-                                    run_id=run_id, sequence=top)
-            raise ITEMS.damaged(self.path, None, f"missing: the run's last sequence is {last} ({HEADS.name})",
-                                run_id=run_id, sequence=last)
-        return _Head(thread_id, last, bool(terminal))
+        self._agrees(run_id, top, last, "sequence", "last sequence")
+        if root_id == run_id:
+            end = conn.execute(f"SELECT MAX(position) FROM {ITEMS.name} WHERE run_id = ?", (run_id,)).fetchone()[0]
+            self._agrees(run_id, end, position, "position", "last position")
+        return _Head(root_id, thread_id, last, bool(terminal), position)
+
+    def _agrees(self, run_id: str, top: Any, last: int, column: str, what: str) -> None:
+        if top == last:
+            return
+        if top is not None and type(top) is not int:
+            raise ITEMS.damaged(self.path, None, f"column {column} does not hold an integer", run_id=run_id,
+                                **{column: top})
+        if top is not None and top > last:
+            raise ITEMS.damaged(self.path, None, f"beyond the run's {what} {last} ({HEADS.name})",
+                                run_id=run_id, **{column: top})
+        raise ITEMS.damaged(self.path, None, f"missing: the run's {what} is {last} ({HEADS.name})",
+                            run_id=run_id, **{column: last})
 
     def _row(self, conn: Any, run_id: str, seq: int) -> tuple[Any, ...] | None:
-        # One row by its key, checked, and checked to be the row of that key (a damaged index
-        # can lead a lookup to another row, whole and with a good checksum).
-        row = conn.execute(f"SELECT {ITEMS.select} FROM {ITEMS.name} WHERE run_id = ? AND sequence = ?",
+        # One row by its Run and sequence, checked, and checked to be the row of that key (a damaged
+        # index can lead a lookup to another row, whole and with a good checksum).
+        row = conn.execute(f"SELECT {ITEMS.select} FROM {ITEMS.name} WHERE item_run_id = ? AND sequence = ?",
                            (run_id, seq)).fetchone()
         if row is None:
             return None
         values = ITEMS.checked(self.path, row)
-        if values[0] != run_id or values[1] != seq:
-            raise ITEMS.damaged(self.path, values, f"the index gave this row for sequence {seq}", row[0])
+        if values[2] != run_id or values[3] != seq:
+            raise ITEMS.damaged(self.path, values, f"the index gave this row for sequence {seq} of run "
+                                                   f"{run_id!r:.80}", row[0])
         return values
 
     def _read_head(self, run_id: str) -> _Head | None:
         with self._db.read(HEADS, f"the head of run {run_id!r}") as conn:
             return self._head(conn, run_id)
 
-    def _fetch(self, run_id: str, after: int, through: int | None) -> list[tuple[int, int, str]]:
-        # One page of (sequence, terminal, line) after ``after`` (through ``through``), checked; a page
-        # that ends what is stored must reach the Run's head (else its last items are missing).
-        sql = f"SELECT {ITEMS.select} FROM {ITEMS.name} WHERE run_id = ? AND sequence > ?"
+    def _root(self, conn: Any, run_id: str) -> _Head | None:
+        head = self._head(conn, run_id)
+        if head is not None and head.root_run_id != run_id:
+            raise ValueError(f"run {run_id!r} is a child Run in the stream of run {head.root_run_id!r}: its items "
+                             "are read through that stream")
+        return head
+
+    def _read_root(self, run_id: str) -> _Head | None:
+        with self._db.read(HEADS, f"the head of run {run_id!r}") as conn:
+            return self._root(conn, run_id)
+
+    def _fetch(self, run_id: str, after: int, through: int | None) -> list[tuple[int, int, str, str, int]]:
+        # One page of (position, sequence, item run id, line, terminal) after position ``after`` (through
+        # ``through``), checked; a page that ends what is stored must reach the stream's head.
+        sql = f"SELECT {ITEMS.select} FROM {ITEMS.name} WHERE run_id = ? AND position > ?"
         args: tuple[object, ...] = (run_id, after)
         if through is not None:
-            sql += " AND sequence <= ?"
+            sql += " AND position <= ?"
             args += (through,)
-        with self._db.read(ITEMS, f"run {run_id!r} after sequence {after}") as conn:
-            head = self._head(conn, run_id)
-            rows = conn.execute(sql + " ORDER BY sequence LIMIT ?", args + (_PAGE,)).fetchall()
+        with self._db.read(ITEMS, f"run {run_id!r} after position {after}") as conn:
+            head = self._root(conn, run_id)
+            rows = conn.execute(sql + " ORDER BY position LIMIT ?", args + (_PAGE,)).fetchall()
         out = []
         for row in rows:
-            run, seq, _, terminal, line = ITEMS.checked(self.path, row)
+            run, position, item_run, seq, _, terminal, line = ITEMS.checked(self.path, row)
             if run != run_id:
                 raise ITEMS.damaged(self.path, None, f"the run's index gave a row of run {run!r:.80}",
-                                    run_id=run_id, sequence=seq)
-            out.append((seq, terminal, line))
+                                    run_id=run_id, position=position)
+            out.append((position, seq, item_run, line, terminal))
         if head is not None and len(rows) < _PAGE:
-            end = head.last_sequence if through is None else min(through, head.last_sequence)
+            end = head.last_position if through is None else min(through, head.last_position)
             reached = out[-1][0] if out else after
             if reached < end:
-                raise ITEMS.damaged(self.path, None, f"missing: the run's last sequence is {head.last_sequence} "
-                                                     f"({HEADS.name})", run_id=run_id, sequence=reached + 1)
+                raise ITEMS.damaged(self.path, None, f"missing: the run's last position is {head.last_position} "
+                                                     f"({HEADS.name})", run_id=run_id, position=reached + 1)
         return out
 
     async def _pages(self, run_id: str, through: int | None) -> AsyncIterator[HarnessStreamEvent]:
         last = self._first - 1
         while True:
             rows = await asyncio.to_thread(self._fetch, run_id, last, through)
-            for seq, _, line in rows:
-                yield self._decode(line, run_id, seq)
-                last = seq
+            for position, seq, item_run, line, _ in rows:
+                _contiguous(run_id, last, position)
+                yield self._decode(line, item_run, seq)
+                last = position
             if len(rows) < _PAGE:
                 return
 
-    def _terminal(self, run_id: str) -> int | None:
-        head = self._read_head(run_id)
-        return head.last_sequence if head is not None and head.terminal else None
+    def _handoff(self, run_id: str, after: Cursor) -> tuple[StreamCursor | None, int | None, bool]:
+        # The stream cursor at position ``after`` (each Run's next sequence there), the position of
+        # the stored terminal result, if any, and whether the stream is stored through ``after`` yet.
+        with self._db.read(ITEMS, f"the stream of run {run_id!r} through position {after}") as conn:
+            head = self._root(conn, run_id)
+            terminal = head.last_position if head is not None and head.terminal else None
+            if after is None:
+                return None, terminal, True
+            if head is None or (head.last_position < after and terminal is None):
+                return None, terminal, False
+            rows = conn.execute(f"SELECT item_run_id, thread_id, MAX(sequence), MAX(terminal) FROM {ITEMS.name} "
+                                "WHERE run_id = ? AND position <= ? GROUP BY item_run_id, thread_id",
+                                (run_id, after)).fetchall()
+        runs = {}
+        for item_run, thread_id, last, ended in rows:
+            if item_run in runs:
+                raise ITEMS.damaged(self.path, None, "the run's items name more than one thread", run_id=item_run)
+            runs[item_run] = HistoryCursor(item_run, thread_id, last + 1, bool(ended))
+        root = runs.pop(run_id, None)
+        if root is None:  # nothing of the root through ``after``: the check reports what the tail holds
+            return None, terminal, True
+        return StreamCursor(root, pmap(runs), after + 1, opened=True), terminal, True
 
-    async def _follow(self, run_id: str, after: Cursor, interval: float) -> AsyncIterator[HarnessStreamEvent]:
+    async def _checked_tail(self, run_id: str, after: Cursor, interval: float) -> AsyncIterator[HarnessStreamEvent]:
+        # A cursor beyond what is stored yet (a copy of the journal that lags behind the delivery log,
+        # a cursor from elsewhere) is waited for, as a tail always did: each Run's next sequence at
+        # ``after`` can only be read once the stream holds ``after``. Taken from a shorter stream, the
+        # cursor would expect the items in between after ``after`` and call the next one a gap.
+        while True:
+            start, terminal, stored = await asyncio.to_thread(self._handoff, run_id, after)
+            if stored:
+                break
+            await asyncio.sleep(interval)
+        items = self._follow(run_id, after, terminal, interval)
+        async for item in check_tail(items, run_id=run_id, after=after if start is None else start,
+                                     first_sequence=self._first):
+            yield item
+
+    async def _follow(self, run_id: str, after: Cursor, terminal: int | None, interval: float,
+                      ) -> AsyncIterator[HarnessStreamEvent]:
         last = self._first - 1 if after is None else after
-        terminal = await asyncio.to_thread(self._terminal, run_id)
         if terminal is not None and last >= terminal:
             if last > terminal:
-                raise AfterTerminalError(f"the tail cursor lies beyond the terminal result at sequence {terminal}",
+                raise AfterTerminalError(f"the tail cursor lies beyond the terminal result at position {terminal}",
                                          run_id=run_id, sequence=last)
             return
         while True:
             rows = await asyncio.to_thread(self._fetch, run_id, last, None)
-            for seq, terminal_flag, line in rows:
-                yield self._decode(line, run_id, seq)
-                last = seq
-                if terminal_flag:
+            for position, seq, item_run, line, terminal_flag in rows:
+                _contiguous(run_id, last, position)
+                yield self._decode(line, item_run, seq)
+                last = position
+                if terminal_flag and item_run == run_id:
                     return
             if not rows:
                 await asyncio.sleep(interval)
+
+
+def _contiguous(run_id: str, last: int, position: int) -> None:
+    # Positions are given out one by one in the append's transaction, so a stream read back in
+    # position order holds every position. A row missing in the middle of the stream (deleted by
+    # hand) is a retention gap, whoever's item it held: the per-Run checks alone do not see the
+    # last item of a child Run that is missing (no later item of that Run shows the hole), and a
+    # tail would pass over it, so the position itself is checked here.
+    if position != last + 1:
+        missing = f"{last + 1}" if position == last + 2 else f"{last + 1} to {position - 1}"
+        raise SequenceGapError(f"position {missing} of the stream missing", run_id=run_id, sequence=position,
+                               expected=last + 1)

@@ -163,6 +163,11 @@ _CHECKS: dict[str, Callable[[Any], bool]] = {
 }
 
 
+# Field kinds whose value is one JSON type, and the exact Python type json.loads gives it; a value of
+# that exact type (bool is not int here) needs no further check. Anything else takes ``_field``.
+_EXACT: dict[str, type] = {"str": str, "int": int, "bool": bool, "object": dict, "array": list}
+
+
 def _json_type(value: Any) -> str:
     if value is None:
         return "null"
@@ -228,9 +233,12 @@ class _Obj:
         return None if value is None else _Obj(value, self._at(key), allowed)
 
     def _check(self, key: str, value: Any, types: tuple[str, ...]) -> Any:
-        if types and not any(_CHECKS[t](value) for t in types):
-            raise DecodeError(f"field {self._at(key)} must be {' or '.join(types)}, not {_json_type(value)}")
-        return value
+        if not types:
+            return value
+        for t in types:
+            if _CHECKS[t](value):
+                return value
+        raise DecodeError(f"field {self._at(key)} must be {' or '.join(types)}, not {_json_type(value)}")
 
 
 def _read(o: _Obj, cls: type) -> Any:
@@ -256,6 +264,9 @@ def _read(o: _Obj, cls: type) -> Any:
                 kwargs[f.name] = o.data[f.name]
             continue
         raw = o.data.get(f.name, _MISSING)
+        if type(raw) is _EXACT.get(f.kind):  # the common case, as json.loads makes it: no check to run
+            kwargs[f.name] = raw
+            continue
         if raw is _MISSING or raw is None:
             if f.required:
                 _field(o, f)  # raises: missing, or null where a value is due

@@ -8,14 +8,28 @@
 # Each pass reads its source once, front to back, so a pipe, a FIFO or
 # ``/dev/stdin`` can be read. Three readers sit on the same line loop:
 #
-# - ``Journal`` is the strict reader a Host hands to ``resume()``. It selects
-#   one Run, stops after a given sequence, and refuses, naming the file and
-#   the line, anything that would make the prefix untrustworthy: an
-#   undecodable line (DecodeError), or an item out of the Run's order by
-#   ``core.history.advance`` (a second Run when none was chosen, another
-#   Thread, a repeated, decreasing or missing sequence, an item after the
-#   terminal result: the HistoryError that ``advance`` raised, located at
-#   the file and line). It is both a plain and an async iterable, and a
+# - ``Journal`` is the strict reader a Host hands to ``resume()``. It reads
+#   the stream of one root Run (its own items and those of the child Runs it
+#   delegated to, interleaved, in the file's order), stops after a given
+#   position in that stream, and refuses, naming the file and the line,
+#   anything that would make the prefix untrustworthy: an undecodable line
+#   (DecodeError), or an item out of its Run's order by
+#   ``core.history.advance_stream`` (an item of another Run that does not
+#   start a child Run, another Thread, a repeated, decreasing or missing
+#   sequence, an item after the root's terminal result: the HistoryError
+#   that the check raised, located at the file and line). In a file that
+#   holds several root Runs, a chosen root's stream is told apart by its
+#   links: a child Run belongs to the stream once its announcement (its
+#   ``inline_delegation`` "started" notice, at its sequence 1) names a parent
+#   Run of the stream. From a new Run's first item until its second, the
+#   reader holds the items back (at most ``_MAX_HELD``; a real child announces
+#   itself within a few items), then yields them in the file's order, that
+#   first item included if the Run was linked, so a position in the chosen
+#   stream is the same as in a store that kept only that stream. A Run whose
+#   second item does not link it belongs to another stream and is passed
+#   over (unless a Run of the stream later names it as its child in a
+#   delegation notice: then its announcement is missing, a SequenceGapError);
+#   one still unlinked at the end of the file is left out. It is both a plain and an async iterable, and a
 #   Journal over a path reopens the file on every iteration, so a failed
 #   resume can simply be retried.
 # - ``scan_journal`` is the lenient reader: every non-blank line, decoded or
@@ -56,10 +70,11 @@ from ..core.errors import (
     SequenceGapError,
     SequenceOrderError,
 )
-from ..core.history import HistoryCursor, advance
+from ..core.history import HistoryCursor, StreamCursor, advance, advance_stream
 from ..core.reduce import advance as project
-from ..core.source import HarnessRunResultEvent, HarnessStreamEvent
+from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
 from ..core.state import INITIAL_STATE, ProjectionState
+from ..core.subagents import delegation_notice
 from .codec import DecodeError, Migration, from_json, parse_json_line
 
 __all__ = [
@@ -238,30 +253,42 @@ def _peek_run(data: Any) -> str | None:
 # -- the strict reader ---------------------------------------------------------------
 
 class Journal:
-    """A JSONL source journal read lazily, in order, for one Run.
+    """A JSONL source journal read lazily, in order, for one root Run's stream.
 
     ``source`` is a path (reopened on every iteration, so the Journal can be
     iterated again, e.g. to retry a failed ``resume()``) or an open stream
     (binary preferred; rewound for another pass when seekable, else readable
-    once). ``run_id`` selects a Run, passing over the items of others; without
-    it the first item's Run is selected and an item of another Run is an
-    error. Reading stops once the item at sequence ``through`` has been
-    yielded (nothing more is read). ``migrations`` is passed to the decoder.
+    once). ``run_id`` selects a root Run's stream: its items and those of
+    the child Runs linked to it (see the module's comment), passing over the
+    items of other Runs; without it the file is one stream, whose first
+    item's Run is the root and whose other Runs are its child Runs. Reading
+    stops once the item at position ``through`` of the stream has been
+    yielded (nothing more is read); for a Run without child Runs that is the
+    item at sequence ``through``. Choosing a stream by ``run_id`` has one
+    limit: a child Run's first item does not name its root, so a child whose
+    announcement never came (its root ended first) is left out, while the
+    projection of the live stream showed it; a file that holds one stream
+    (what a Host or ``harness-agui export`` writes) is read exactly without
+    ``run_id``. ``migrations`` is passed to the decoder.
     A line may be ``max_line_bytes`` long (its newline not counted; default
     MAX_LINE_BYTES, 16 MiB); a longer one is refused after reading one byte
     past the limit, however long it is.
 
     The selected items must follow the order every reader checks
-    (``core.history``): the Run's first item at sequence 0, each later one
-    the next sequence, one Thread, nothing after the terminal result.
+    (``core.history``): each Run's first item at sequence 0, each later one
+    the next sequence, one Thread per Run, nothing after the root's terminal
+    result.
 
     Iterating (plain or async) yields the selected items and raises, naming
     the file and line: DecodeError for a line that does not decode or is too
     long (whichever Run it belongs to); a ``HistoryError`` subclass located at the line
     (``source``, ``line``) for an item out of order: ForeignRunError for a
-    second Run when none was chosen or another Thread, SequenceOrderError
+    Run that does not start a child Run (at sequence 0) or another Thread,
+    SequenceOrderError
     for a repeated or decreasing sequence, SequenceGapError for a skipped
-    one (a first item after 0 included), AfterTerminalError for an item after
+    one (a first item after 0 included; with ``run_id``, also a child Run
+    named by a delegation notice of the stream whose announcement is not in
+    the file), AfterTerminalError for an item after
     the terminal result; OSError when the file cannot be read; RuntimeError
     when a stream that cannot be rewound is read a second time. Nothing is
     left open after an iteration ends, fails or is closed.
@@ -314,29 +341,74 @@ class Journal:
 
     def _checked(self, lines: Iterator[tuple[int, int, bytes | str]], name: str, wanted: str | None,
                  through: int | None) -> Iterator[JournalEntry]:
-        cursor = HistoryCursor(wanted)  # without a chosen Run, the first item's Run is bound
-        if through is not None and through < cursor.next_sequence:
+        cursor = StreamCursor.of(wanted)  # without a chosen Run, the first item's Run is the root
+        if through is not None and through < cursor.next_position:
             return
-        for number, end, raw in lines:
-            try:
-                data = _parse(raw, number)
-                if data is _BLANK:
-                    continue
-                item = from_json(data, migrations=self.migrations, line=number)
-            except DecodeError as e:
-                raise e.at(number, name) from e.__cause__
-            if wanted is not None and item.run_id != wanted:
-                continue
-            try:
-                cursor = advance(cursor, item)
-            except ForeignRunError as e:
-                hint = "the journal holds more than one run, so choose one" if item.run_id != cursor.run_id else None
-                raise e.at(number, name, note=hint) from None
-            except HistoryError as e:
-                raise e.at(number, name) from None
-            yield JournalEntry(number, end, item)
-            if through is not None and cursor.next_sequence > through:
-                return
+        members = {wanted}
+        held: list[JournalEntry] = []  # in file order, from the first item of a Run not yet linked
+        unlinked: list[str] = []  # those Runs, oldest first
+        # Runs passed over as another stream's, with (the sequence that showed it, the one due then).
+        # A Run of the chosen stream whose announcement was lost (a retention hole) looks exactly
+        # like that until a Run of the stream names it in a delegation notice: then it is a gap.
+        passed: dict[str, tuple[int, int]] = {}
+        for number, end, raw in _ended(lines):
+            if number:
+                try:
+                    data = _parse(raw, number)
+                    if data is _BLANK:
+                        continue
+                    item = from_json(data, migrations=self.migrations, line=number)
+                except DecodeError as e:
+                    raise e.at(number, name) from e.__cause__
+                entry = JournalEntry(number, end, item)
+                if wanted is None or item.run_id in members:
+                    held.append(entry)
+                    lost = _names_passed(item, passed)
+                    if lost is not None:
+                        seq, due = passed[lost]
+                        raise SequenceGapError(
+                            f"run {item.run_id!r} names run {lost!r} as its child Run, which was passed over "
+                            f"as another stream's Run: its sequence {due} is missing", run_id=lost, sequence=seq,
+                            expected=due).at(number, name)
+                elif _links(item, members):
+                    members.add(item.run_id)
+                    held.append(entry)
+                    if item.run_id in unlinked:
+                        unlinked.remove(item.run_id)
+                elif item.sequence == 0 and item.run_id not in unlinked:
+                    unlinked.append(item.run_id)
+                    held.append(entry)
+                elif item.run_id in unlinked:  # its second item does not link it: another stream's Run
+                    unlinked.remove(item.run_id)
+                    held = [e for e in held if e.item.run_id != item.run_id]
+                    passed.setdefault(item.run_id, (item.sequence, 1))
+                else:  # an item of a Run passed over, or of one whose first item is not in the file
+                    passed.setdefault(item.run_id, (item.sequence, 0))
+                if len(held) > _MAX_HELD and unlinked:  # the oldest Run waited too long for a link
+                    gone = unlinked.pop(0)
+                    held = [e for e in held if e.item.run_id != gone]
+                    passed.setdefault(gone, (0, 1))
+            else:  # the end of the file: a Run still unlinked is not in the stream (yet)
+                held = [e for e in held if e.item.run_id not in unlinked]
+                unlinked = []
+            # What precedes the first item of the oldest Run still waiting for its link belongs to the
+            # stream: it goes on now, and only what follows waits (and counts against _MAX_HELD). Held
+            # back whole, the stream's own items would count too and push out a child of the stream
+            # that has just started, well before its announcement (which then reads as a foreign Run).
+            waiting = next((k for k, e in enumerate(held) if e.item.run_id in unlinked), len(held))
+            ready, held = held[:waiting], held[waiting:]
+            for entry in ready:
+                try:
+                    cursor = advance_stream(cursor, entry.item)
+                except ForeignRunError as e:
+                    hint = ("the journal holds more than one run, so choose one"
+                            if wanted is None and entry.item.run_id != cursor.run_id else None)
+                    raise e.at(entry.line, name, note=hint) from None
+                except HistoryError as e:
+                    raise e.at(entry.line, name) from None
+                yield entry
+                if through is not None and cursor.next_position > through:
+                    return
 
     def __iter__(self) -> Iterator[HarnessStreamEvent]:
         for entry in self.entries():
@@ -355,6 +427,36 @@ class Journal:
                 yield entry.item
         finally:
             entries.close()
+
+
+# How many items a chosen stream's reader holds back while a Run's first item waits for the
+# announcement that links it to the stream (a real child announces itself within a few items),
+# counted from the first item of the oldest Run still waiting.
+_MAX_HELD = 4096
+
+
+def _ended(lines: Iterator[tuple[int, int, bytes | str]]) -> Iterator[tuple[int, int, bytes | str]]:
+    # The lines, then (0, 0, b""): the end of the file.
+    yield from lines
+    yield 0, 0, b""
+
+
+def _names_passed(item: HarnessStreamEvent, passed: dict[str, tuple[int, int]]) -> str | None:
+    # The Run passed over that ``item``, a delegation notice of a Run of the chosen stream, names as
+    # its child, if any.
+    if not passed or not isinstance(item, HarnessEvent):
+        return None
+    notice = delegation_notice(item.event)
+    if notice is None or notice.child_run_id not in passed or notice.child_run_id == item.run_id:
+        return None
+    return notice.child_run_id
+
+
+def _links(item: HarnessStreamEvent, members: set[str | None]) -> bool:
+    # Whether ``item`` is a Run's announcement naming a parent in ``members``.
+    notice = delegation_notice(item.event) if isinstance(item, HarnessEvent) else None
+    return (notice is not None and notice.action == "started" and notice.child_run_id == item.run_id
+            and notice.parent_run_id in members)
 
 
 # -- the lenient reader -----------------------------------------------------------------
@@ -412,7 +514,12 @@ class RunReport:
     Run's first line. ``status`` is the terminal
     result's status, None while the Run has none. ``projection_error`` is the
     first item (in sequence order, leaving out the faulty lines) that the
-    projection refuses, i.e. where ``resume()`` would fail.
+    projection refuses, i.e. where ``resume()`` would fail. For a child Run
+    (one that announces itself as a subagent Run), ``parent_run_id`` is the
+    Run that delegated to it and ``subagent`` its name; both are None for a
+    root Run. A child Run has no terminal result of its own: its stream's
+    root has it. (Each Run is checked on its own here; ``Journal`` reads a
+    root Run's whole stream.)
     """
 
     run_id: str
@@ -428,6 +535,8 @@ class RunReport:
     undecodable: tuple[LineFault, ...]
     projection_error: LineFault | None
     wrong_thread: tuple[LineFault, ...] = ()
+    parent_run_id: str | None = None
+    subagent: str | None = None
 
     @property
     def problems(self) -> int:
@@ -465,7 +574,10 @@ class JournalReport:
         out = [f"{self.source}: {self.lines} lines, {_plural(len(self.runs), 'run')}"]
         for r in self.runs:
             span = "" if r.first_sequence is None else f", sequences {r.first_sequence}-{r.last_sequence}"
-            end = f"{r.status}" if r.status is not None else "no terminal result"
+            if r.parent_run_id is not None:
+                end = f"subagent {r.subagent!r} of run {r.parent_run_id!r}"
+            else:
+                end = f"{r.status}" if r.status is not None else "no terminal result"
             out.append(f"run {r.run_id!r} (thread {r.thread_id!r}): {_plural(r.items, 'item')}{span}, {end}")
             for a, b in r.gaps:
                 out.append(f"  gap: sequence {a} missing" if a == b else f"  gap: sequences {a}-{b} missing")
@@ -525,7 +637,8 @@ class _Seen:
 
 class _RunCheck:
     __slots__ = ("run_id", "thread_id", "items", "seen", "cursor", "terminal_line", "status", "state",
-                 "duplicates", "out_of_order", "after_terminal", "wrong_thread", "undecodable", "projection_error")
+                 "duplicates", "out_of_order", "after_terminal", "wrong_thread", "undecodable", "projection_error",
+                 "parent_run_id", "subagent")
 
     def __init__(self, run_id: str) -> None:
         self.run_id = run_id
@@ -542,11 +655,17 @@ class _RunCheck:
         self.wrong_thread: list[LineFault] = []
         self.undecodable: list[LineFault] = []
         self.projection_error: LineFault | None = None
+        self.parent_run_id: str | None = None
+        self.subagent: str | None = None
 
     def add(self, line: int, item: HarnessStreamEvent) -> None:
         self.items += 1
         if self.thread_id is None:
             self.thread_id = item.thread_id
+        if self.parent_run_id is None and isinstance(item, HarnessEvent):
+            notice = delegation_notice(item.event)
+            if notice is not None and notice.action == "started" and notice.child_run_id == self.run_id:
+                self.parent_run_id, self.subagent = notice.parent_run_id, notice.subagent
         seq = item.sequence
         new = self.seen.add(seq)
         cursor = self.cursor
@@ -592,7 +711,7 @@ class _RunCheck:
             status=self.status, gaps=self.seen.gaps(), duplicates=tuple(self.duplicates),
             out_of_order=tuple(self.out_of_order), after_terminal=tuple(self.after_terminal),
             undecodable=tuple(self.undecodable), projection_error=self.projection_error,
-            wrong_thread=tuple(self.wrong_thread),
+            wrong_thread=tuple(self.wrong_thread), parent_run_id=self.parent_run_id, subagent=self.subagent,
         )
 
 

@@ -1,0 +1,225 @@
+# Checkpoints, live-only mode and catch-up, on the bench history
+# (bench/history.py):
+#
+#   - resume from a checkpoint taken 100 items before the end of a Run, against
+#     a full resume of the same Run (target: under 2%); also what writing the
+#     checkpoint costs, its size, and what decoding the whole restored log
+#     costs when somebody then reads the snapshot (the sealed blocks of a
+#     restored log are decoded on first read, see core/checkpoint.py);
+#   - memory the observer keeps alive per emitted event (tracemalloc, in a
+#     child process each), retained vs live-only (target: under 10 B
+#     amortized), and live-only with message tracking;
+#   - catch_up() at each size: its time on a warm observer (messages already
+#     folded) and on a cold one (the first call folds the whole log), the
+#     number of events and the bytes of their JSON, against the full stream.
+#
+# Times are process CPU time, medians of a few repeats, garbage collector on.
+#
+#   .venv/bin/python -m bench.checkpoint                      # 10^3..10^5
+#   .venv/bin/python -m bench.checkpoint --sizes 1e3,1e4,1e5,1e6
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+from harness_agui import HarnessAguiObserver
+from harness_agui.wire.agui import agui_to_json
+
+from .history import DEFAULT_SEED, history
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+BEHIND = 100
+_now = time.process_time
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def measure_resume(items: list[Any], repeats: int) -> dict[str, Any]:
+    head, tail = items[:-BEHIND], items[-BEHIND:]
+    writer = HarnessAguiObserver()
+    for item in head:
+        writer.observe(item)
+    writes = []
+    for _ in range(repeats):
+        t0 = _now()
+        data = writer.checkpoint()
+        writes.append(_now() - t0)
+    full, fast, decoded = [], [], []
+    for _ in range(repeats):
+        gc.collect()
+        observer = HarnessAguiObserver()
+        t0 = _now()
+        asyncio.run(observer.resume(items))
+        full.append(_now() - t0)
+        reference = observer.state
+        del observer
+        gc.collect()
+        observer = HarnessAguiObserver()
+        t0 = _now()
+        asyncio.run(observer.resume(tail, checkpoint=data))
+        fast.append(_now() - t0)
+        t0 = _now()
+        for _block in observer.state.events._blocks:  # what a later full read adds: decode every block
+            pass
+        decoded.append(_now() - t0)
+        assert observer.state == reference
+    return {"full_resume_s": _median(full), "checkpoint_resume_s": _median(fast),
+            "ratio": _median(fast) / _median(full), "decode_rest_s": _median(decoded),
+            "checkpoint_write_s": _median(writes), "checkpoint_bytes": len(data)}
+
+
+def child_memory(size: int, seed: int, mode: str) -> dict[str, Any]:
+    """Bytes the observer keeps alive per emitted event, in this process."""
+    items = history(size, seed)
+    kwargs = {"retained": {}, "live": {"retain_events": False},
+              "live+messages": {"retain_events": False, "track_messages": True}}[mode]
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    observer = HarnessAguiObserver(**kwargs)  # type: ignore[arg-type]
+    half = len(items) // 2
+    for item in items[:half]:
+        observer.observe(item)
+    gc.collect()
+    middle, middle_events = tracemalloc.get_traced_memory()[0], observer.event_count
+    for item in items[half:]:
+        observer.observe(item)
+    gc.collect()
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    n = observer.event_count
+    return {"mode": mode, "events": n, "bytes_per_event": (after - before) / n,
+            "second_half_bytes_per_event": (after - middle) / (n - middle_events)}
+
+
+def _memory(size: int, seed: int, mode: str) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-m", "bench.checkpoint", "--child", mode, "--sizes", str(size),
+                           "--seed", str(seed)], capture_output=True, text=True, cwd=ROOT, check=True)
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def measure_catch_up(items: list[Any], repeats: int) -> dict[str, Any]:
+    observer = HarnessAguiObserver()
+    for item in items[:len(items) * 2 // 3]:  # mid-run: parts open, messages still streaming
+        observer.observe(item)
+    observer.messages()
+    warm = []
+    for _ in range(repeats):
+        t0 = _now()
+        events = observer.catch_up()
+        warm.append(_now() - t0)
+    cold = []
+    for _ in range(repeats):
+        again = HarnessAguiObserver.restore(observer.checkpoint())
+        for _block in again.state.events._blocks:
+            pass
+        t0 = _now()
+        again.catch_up()
+        cold.append(_now() - t0)
+    catch_up_bytes = sum(len(agui_to_json(e)) for e in events)
+    stream_bytes = sum(len(agui_to_json(e)) for e in observer.snapshot())
+    return {"catch_up_warm_s": _median(warm), "catch_up_cold_s": _median(cold), "catch_up_events": len(events),
+            "catch_up_bytes": catch_up_bytes, "stream_events": observer.event_count, "stream_bytes": stream_bytes,
+            "messages": len(observer.messages())}
+
+
+def bench_size(size: int, seed: int, repeats: int, memory: bool, log: Any) -> dict[str, Any]:
+    items = history(size, seed)
+    out: dict[str, Any] = {"size": size}
+    log(f"{size}: resume")
+    out.update(measure_resume(items, repeats))
+    log(f"{size}: catch_up")
+    out.update(measure_catch_up(items, repeats))
+    if memory:
+        log(f"{size}: memory")
+        for mode in ("retained", "live", "live+messages"):
+            out[f"memory_{mode}"] = _memory(size, seed, mode)
+    return out
+
+
+def _fmt_s(s: float) -> str:
+    return f"{s * 1e3:.2f} ms" if s < 1 else f"{s:.2f} s"
+
+
+def write_markdown(results: list[dict[str, Any]], meta: dict[str, Any], path: Path) -> None:
+    lines = [f"# Checkpoints, live-only mode, catch-up ({meta['when']}, Python {meta['python']}, "
+             f"`{meta['command']}`)", "",
+             "| items | full resume | resume from checkpoint 100 behind | ratio | decode the rest later | "
+             "write checkpoint | checkpoint size |",
+             "|---|---|---|---|---|---|---|"]
+    for r in results:
+        lines.append(f"| {r['size']:,} | {_fmt_s(r['full_resume_s'])} | {_fmt_s(r['checkpoint_resume_s'])} | "
+                     f"{r['ratio'] * 100:.2f}% | {_fmt_s(r['decode_rest_s'])} | {_fmt_s(r['checkpoint_write_s'])} "
+                     f"| {r['checkpoint_bytes'] / 1e6:.2f} MB |")
+    lines += ["", "| items | kept per event: retained | live-only | live-only + messages | "
+              "(second half of the Run: retained / live-only) |", "|---|---|---|---|---|"]
+    for r in results:
+        if "memory_live" in r:
+            m = r
+            lines.append(f"| {r['size']:,} | {m['memory_retained']['bytes_per_event']:.1f} B | "
+                         f"{m['memory_live']['bytes_per_event']:.1f} B | "
+                         f"{m['memory_live+messages']['bytes_per_event']:.1f} B | "
+                         f"{m['memory_retained']['second_half_bytes_per_event']:.1f} B / "
+                         f"{m['memory_live']['second_half_bytes_per_event']:.1f} B |")
+    lines += ["", "| items | catch_up() warm | cold (first call folds the log) | catch-up events | catch-up JSON | "
+              "full stream events | full stream JSON | messages |", "|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        lines.append(f"| {r['size']:,} | {_fmt_s(r['catch_up_warm_s'])} | {_fmt_s(r['catch_up_cold_s'])} | "
+                     f"{r['catch_up_events']} | {r['catch_up_bytes'] / 1e3:.1f} kB | {r['stream_events']:,} | "
+                     f"{r['stream_bytes'] / 1e6:.2f} MB | {r['messages']:,} |")
+    lines += ["", "Targets (10^5 items): resume from a checkpoint 100 items behind < 2% of a full resume; "
+              "live-only memory < 10 B per event."]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.checkpoint", description=__doc__)
+    parser.add_argument("--sizes", default="1e3,1e4,1e5")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--no-memory", action="store_true")
+    parser.add_argument("--child", choices=("retained", "live", "live+messages"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    sizes = [int(float(s)) for s in args.sizes.split(",") if s.strip()]
+    if args.child:
+        print(json.dumps(child_memory(sizes[0], args.seed, args.child)))
+        return 0
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    results = [bench_size(s, args.seed, args.repeats, not args.no_memory, log) for s in sizes]
+    import platform
+    meta = {"command": "python -m bench.checkpoint " + " ".join(sys.argv[1:] if argv is None else argv),
+            "when": time.strftime("%Y-%m-%d"), "python": platform.python_version()}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "checkpoint.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
+    write_markdown(results, meta, args.out / "checkpoint.md")
+    big = [r for r in results if r["size"] >= 100_000]
+    for r in big:
+        log(f"  {'ok  ' if r['ratio'] < 0.02 else 'MISS'} resume from checkpoint at {r['size']}: "
+            f"{r['ratio'] * 100:.2f}% of a full resume")
+        if "memory_live" in r:
+            b = r["memory_live"]["bytes_per_event"]
+            log(f"  {'ok  ' if b < 10 else 'MISS'} live-only memory at {r['size']}: {b:.1f} B per event")
+    log(f"wrote {args.out}/checkpoint.md")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

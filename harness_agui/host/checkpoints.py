@@ -1,0 +1,242 @@
+# Checkpoints of the projection, kept beside the journal so that a restart
+# resumes from the latest checkpoint plus the items after it (see
+# core/checkpoint.py for what a checkpoint is and how it is verified).
+#
+#     harness_checkpoints(run_id, position, last_sequence, event_count, library, processor, data, crc)
+#     primary key (run_id, position): the root Run and the stream position of
+#     the checkpoint's last item; data = the checkpoint's bytes in base64
+#     (the kit's tables hold text and integers); processor = the digest of
+#     the processor identity it was written under ("" for none); crc: see _sqlite
+#
+# The table lives in the journal's file (or any file: it only needs its own
+# table), written through the same helpers as the journal, so a row read back
+# is type- and checksum-checked before anything of it is used, and the
+# checkpoint inside is verified again by ``core.checkpoint`` when it is
+# restored. A checkpoint is an accelerator: a row that is damaged, or a
+# checkpoint that does not verify, is skipped (``resume_from_checkpoint``
+# tries the next older one, then the full history), never trusted.
+#
+# ``offer`` writes a checkpoint of an observer when it has advanced at least
+# ``every`` items past the latest one written for that Run, and keeps the
+# ``keep`` latest per Run (older ones are deleted in the same transaction).
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import os
+from collections.abc import AsyncIterator
+
+import attrs
+
+from ..core import checkpoint as _checkpoint
+from ..core.errors import AguiObservationError, CheckpointError
+from ..core.observer import HarnessAguiObserver
+from ..core.source import HarnessStreamEvent
+from ._sqlite import INTEGER, TEXT, Column, Database, Table
+from .errors import DamagedStoreError
+from .journal import SqliteSourceJournal
+
+__all__ = ["SqliteCheckpointStore", "StoredCheckpoint", "resume_from_checkpoint", "CHECKPOINTS"]
+
+CHECKPOINTS = Table(
+    "harness_checkpoints",
+    (Column("run_id", TEXT), Column("position", INTEGER), Column("last_sequence", INTEGER),
+     Column("event_count", INTEGER), Column("library", TEXT), Column("processor", TEXT), Column("data", TEXT)),
+    key=("run_id", "position"),
+)
+
+
+@attrs.frozen
+class StoredCheckpoint:
+    """One stored checkpoint: its Run, the stream position of its last item,
+    and its bytes."""
+
+    run_id: str
+    position: int
+    last_sequence: int
+    event_count: int
+    data: bytes = attrs.field(repr=lambda d: f"<{len(d)} bytes>")
+
+
+class SqliteCheckpointStore:
+    """Checkpoints of Runs' projections in one SQLite file (usually the
+    journal's).
+
+    ``every``: ``offer`` writes a checkpoint once an observer is at least
+    this many items past the latest stored for its Run; ``keep``: how many
+    checkpoints per Run are kept. ``synchronous`` defaults to NORMAL: a
+    checkpoint lost in a power cut only costs a longer resume. Raises as
+    ``SqliteSourceJournal`` does for a path that cannot be opened, and
+    ValueError for ``every`` or ``keep`` below 1.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, every: int = 10_000, keep: int = 2,
+                 synchronous: str = "NORMAL", timeout: float = 30.0, read_only: bool = False) -> None:
+        for name, value in (("every", every), ("keep", keep)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be an int >= 1, not {value!r}")
+        self.every = every
+        self.keep = keep
+        self._db = Database(path, synchronous=synchronous, timeout=timeout, tables=(CHECKPOINTS,),
+                            read_only=read_only)
+        self._written: dict[str, int] = {}
+
+    @property
+    def path(self) -> str:
+        return self._db.path
+
+    def save(self, run_id: str, data: bytes) -> StoredCheckpoint:
+        """Store checkpoint ``data`` of root Run ``run_id`` (replacing one at
+        the same position) and delete all but the ``keep`` latest of the Run.
+        Raises CheckpointError for bytes that are not a checkpoint of that
+        Run (only its header is read), ReadOnlyStoreError on a read-only
+        store."""
+        info = _checkpoint.inspect(data)
+        if info.run_id != run_id:
+            raise _foreign(info.run_id, run_id)
+        text = base64.b64encode(data).decode("ascii")
+        values = (run_id, info.position, info.last_sequence, info.event_count, info.library, info.processor or "",
+                  text)
+        with self._db.write(f"save a checkpoint of run {run_id!r}", CHECKPOINTS) as conn:
+            conn.execute(f"DELETE FROM {CHECKPOINTS.name} WHERE run_id = ? AND position = ?", (run_id, info.position))
+            conn.execute(CHECKPOINTS.insert, CHECKPOINTS.sealed(values))
+            conn.execute(f"DELETE FROM {CHECKPOINTS.name} WHERE run_id = ? AND position NOT IN (SELECT position FROM "
+                         f"{CHECKPOINTS.name} WHERE run_id = ? ORDER BY position DESC LIMIT ?)",
+                         (run_id, run_id, self.keep))
+        self._written[run_id] = max(self._written.get(run_id, -1), info.position)
+        return StoredCheckpoint(run_id, info.position, info.last_sequence, info.event_count, bytes(data))
+
+    def offer(self, run_id: str, observer: HarnessAguiObserver, *, processor_identity: str | None = None,
+              key: bytes | None = None) -> StoredCheckpoint | None:
+        """Checkpoint ``observer`` (projecting root Run ``run_id``) if it is at
+        least ``every`` items past the latest checkpoint stored for the Run;
+        returns what was stored, else None. Cheap when it is not due (no
+        query after the first call per Run). Raises what ``checkpoint()`` and
+        ``save`` raise."""
+        if observer.run_id is None:
+            return None
+        position = _checkpoint.stream_position(observer.state)
+        last = self._written.get(run_id)
+        if last is None:
+            latest = self.positions(run_id)
+            last = self._written[run_id] = latest[0] if latest else -1
+        if position - last < self.every:
+            return None
+        return self.save(run_id, observer.checkpoint(processor_identity=processor_identity, key=key))
+
+    def positions(self, run_id: str) -> list[int]:
+        """The positions of the Run's stored checkpoints, newest first."""
+        with self._db.read(CHECKPOINTS, f"the checkpoints of run {run_id!r}") as conn:
+            rows = conn.execute(f"SELECT position FROM {CHECKPOINTS.name} WHERE run_id = ? ORDER BY position DESC",
+                                (run_id,)).fetchall()
+        return [r[0] for r in rows]
+
+    def load(self, run_id: str, position: int) -> StoredCheckpoint | None:
+        """The checkpoint of the Run at ``position``, None if there is none.
+        Raises DamagedStoreError for a damaged row."""
+        with self._db.read(CHECKPOINTS, f"the checkpoint of run {run_id!r} at {position}") as conn:
+            row = conn.execute(f"SELECT {CHECKPOINTS.select} FROM {CHECKPOINTS.name} WHERE run_id = ? AND "
+                               "position = ?", (run_id, position)).fetchone()
+        if row is None:
+            return None
+        values = CHECKPOINTS.checked(self.path, row)
+        if values[0] != run_id or values[1] != position:
+            raise CHECKPOINTS.damaged(self.path, values, "the index gave this row for another key", row[0])
+        try:
+            data = base64.b64decode(values[6].encode("ascii"), validate=True)
+        except (binascii.Error, UnicodeEncodeError):
+            raise CHECKPOINTS.damaged(self.path, values, "its data is not base64", row[0]) from None
+        return StoredCheckpoint(run_id, position, values[2], values[3], data)
+
+    def latest(self, run_id: str, *, through: int | None = None) -> StoredCheckpoint | None:
+        """The newest checkpoint of the Run (at a position <= ``through``, if given), None if none."""
+        for position in self.positions(run_id):
+            if through is None or position <= through:
+                return self.load(run_id, position)
+        return None
+
+    def discard(self, run_id: str, position: int | None = None) -> None:
+        """Delete the Run's checkpoint at ``position`` (all of the Run's when None)."""
+        with self._db.write(f"discard checkpoints of run {run_id!r}", CHECKPOINTS) as conn:
+            if position is None:
+                conn.execute(f"DELETE FROM {CHECKPOINTS.name} WHERE run_id = ?", (run_id,))
+            else:
+                conn.execute(f"DELETE FROM {CHECKPOINTS.name} WHERE run_id = ? AND position = ?", (run_id, position))
+        self._written.pop(run_id, None)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> SqliteCheckpointStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<SqliteCheckpointStore {self.path!r} every={self.every} keep={self.keep}>"
+
+
+def _foreign(found: str, expected: str) -> CheckpointError:
+    return CheckpointError(f"a checkpoint of run {found!r}, not of run {expected!r}", problem="foreign")
+
+
+async def _between(journal: SqliteSourceJournal, run_id: str, after: int, through: int,
+                   ) -> AsyncIterator[HarnessStreamEvent]:
+    """The journal's items of the Run's stream at positions after ``after``
+    through ``through`` (checked as ``tail`` checks them)."""
+    if through <= after:
+        return
+    items = journal.tail(run_id, after=after)
+    taken = 0
+    try:
+        async for item in items:
+            yield item
+            taken += 1
+            if taken == through - after:
+                return
+    finally:
+        await items.aclose()  # type: ignore[attr-defined]
+
+
+async def resume_from_checkpoint(observer: HarnessAguiObserver, store: SqliteCheckpointStore,
+                                 journal: SqliteSourceJournal, run_id: str, *, through: int | None,
+                                 processor_identity: str | None = None, key: bytes | None = None,
+                                 ) -> StoredCheckpoint | None:
+    """Resume fresh ``observer`` with root Run ``run_id``'s stream through
+    position ``through``: from the newest stored checkpoint at or before
+    ``through`` and the journal's items after it, else from the full prefix.
+
+    A checkpoint that is damaged (its row or its bytes), of another version,
+    written under another processor identity, or that does not continue
+    into the journal's items is skipped, and the next older one tried; when
+    none works the whole prefix is read (``journal.read_prefix``). Returns
+    the checkpoint used (its ``position`` and ``event_count``: the observer's
+    first ``event_count`` events came from it, the rest from the journal's
+    items), None for a full resume. Raises what
+    the full resume raises; on error the observer is as fresh as before.
+    """
+    if through is not None:
+        for position in await asyncio.to_thread(store.positions, run_id):
+            if position > through:
+                continue
+            try:
+                stored = await asyncio.to_thread(store.load, run_id, position)
+            except DamagedStoreError:
+                continue
+            if stored is None:
+                continue
+            try:
+                await observer.resume(_between(journal, run_id, position, through), checkpoint=stored.data,
+                                      processor_identity=processor_identity, run_id=run_id, key=key)
+            except AguiObservationError:
+                # A checkpoint that does not verify (CheckpointError), or whose state does not continue
+                # into the journal's items (a HistoryError): the observer is still fresh; try an older one.
+                if not observer.is_fresh:
+                    raise
+                continue
+            return stored
+    await observer.resume(journal.read_prefix(run_id, through=through))
+    return None

@@ -1,0 +1,31 @@
+"""The Host kit on PostgreSQL: many workers, one database (extra ``harness-agui[postgres]``).
+
+``PostgresSourceJournal`` and ``PostgresDeliveryLog`` have exactly the
+contracts of the SQLite stores (the same methods, values, SSE ids and
+errors), shared by every process that opens the same database; their
+followers (``tail``, ``follow``, ``sse``) are woken by PostgreSQL's
+LISTEN/NOTIFY, not by polling. ``PostgresLeases`` gives each worker leases
+on Runs with fencing tokens, checked by ``PostgresDeliveryLog.fenced(lease)``
+in the transaction of every record, so a worker that lost a Run cannot write
+to it. ``Worker`` projects the Runs no live worker holds and takes over those
+of a worker that died. ``TemporaryPostgres`` starts a throwaway server for
+tests and benchmarks. Needs ``psycopg`` 3 and ``psycopg_pool``.
+"""
+
+from .delivery import FencedDeliveryLog, PostgresDeliveryLog
+from .journal import PostgresSourceJournal
+from .lease import Lease, LeaseLostError, PostgresLeases
+from .server import PostgresNotFoundError, TemporaryPostgres
+from .worker import Worker
+
+__all__ = [
+    "PostgresSourceJournal",
+    "PostgresDeliveryLog",
+    "FencedDeliveryLog",
+    "PostgresLeases",
+    "Lease",
+    "LeaseLostError",
+    "Worker",
+    "TemporaryPostgres",
+    "PostgresNotFoundError",
+]

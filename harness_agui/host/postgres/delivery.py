@@ -1,0 +1,422 @@
+# The delivery log in PostgreSQL: the contract of ``SqliteDeliveryLog`` (see
+# ``host/delivery.py`` for the protocol that makes a Host crash-safe), for
+# Hosts whose workers share one database, plus fencing by lease.
+#
+#     harness_agui_delivery_runs(run_id, thread_id, source_cursor, last_event_id, finished, last_sequence)
+#         one row per root Run: the delivery cursor (the position in the Run's stream of the last item
+#         whose events are recorded), the last event id, and the root's own last sequence
+#     harness_agui_delivery_children(run_id, root_run_id, thread_id, last_sequence, terminal)
+#         one row per child Run whose items were recorded in a root's stream
+#     harness_agui_deliveries(run_id, event_id, source_position, event_type, data)
+#         primary key (run_id, event_id); run_id is the root Run
+#     harness_agui_leases(run_id, holder, token, expires_at): see ``lease.py``
+#
+# ``record`` holds the Run's advisory lock for its transaction, checks the
+# item against the stored cursor with ``core.history.advance_stream`` (each
+# Run of the stream in its own order, nothing after the root's terminal
+# result), compares ``expected_cursor``, and, when the log was opened through
+# ``fenced(lease)``, checks in the same transaction that the lease is still
+# the one in force: its row holds the lease's token and has not expired.
+# The lease row is read ``FOR SHARE``, so a takeover (which updates that
+# row) waits for this commit, and every record committed after a takeover
+# carries the new holder's token: a holder paused past its lease (a long GC
+# pause, a stopped process, a partition) cannot write when it wakes up.
+# ``LeaseLostError`` (a ``ProjectorConflictError``) says so and nothing is
+# written. Each record sends ``NOTIFY harness_agui_delivery, <run id>``,
+# delivered on commit, which wakes every follower of the Run in every
+# process: ``follow`` / ``sse`` read what is recorded, then wait for that
+# notification instead of polling.
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import attrs
+from ag_ui.core import BaseEvent, EventType, RunErrorEvent
+from pyrsistent import pmap
+from pyrsistent.typing import PMap
+
+from ...core.encode import EncodedEvent
+from ...core.errors import HistoryError
+from ...core.history import HistoryCursor, StreamCursor, advance_stream
+from ...core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
+from ...wire.agui import agui_to_json
+from ..checks import Cursor
+from ..delivery import Delivery, parse_last_event_id
+from ..errors import DamagedStoreError, DeliveryOrderError, ProjectorConflictError, UnknownEventIdError
+from ._pg import DELIVERY_CHANNEL, LOCK_DELIVERY, Database, notify_key
+from .lease import LEASE_SCHEMA, LEASES, Lease, LeaseLostError
+
+__all__ = ["PostgresDeliveryLog", "FencedDeliveryLog"]
+
+RUNS = "harness_agui_delivery_runs"
+CHILDREN = "harness_agui_delivery_children"
+EVENTS = "harness_agui_deliveries"
+SCHEMA = (
+    f"""CREATE TABLE IF NOT EXISTS {RUNS} (
+        run_id text PRIMARY KEY, thread_id text NOT NULL, source_cursor bigint NOT NULL,
+        last_event_id bigint NOT NULL, finished boolean NOT NULL, last_sequence bigint NOT NULL)""",
+    f"""CREATE TABLE IF NOT EXISTS {CHILDREN} (
+        run_id text PRIMARY KEY, root_run_id text NOT NULL, thread_id text NOT NULL,
+        last_sequence bigint NOT NULL, terminal boolean NOT NULL)""",
+    f"""CREATE TABLE IF NOT EXISTS {EVENTS} (
+        run_id text NOT NULL, event_id bigint NOT NULL, source_position bigint NOT NULL,
+        event_type text NOT NULL, data text NOT NULL, PRIMARY KEY (run_id, event_id))""",
+    *LEASE_SCHEMA,
+)
+COLUMNS = {
+    RUNS: ("run_id", "thread_id", "source_cursor", "last_event_id", "finished", "last_sequence"),
+    CHILDREN: ("run_id", "root_run_id", "thread_id", "last_sequence", "terminal"),
+    EVENTS: ("run_id", "event_id", "source_position", "event_type", "data"),
+}
+_PAGE = 512
+_UNCHECKED: Any = object()
+
+
+@attrs.frozen
+class _Head:
+    thread_id: str
+    cursor: int
+    last_event_id: int
+    finished: bool
+    last_sequence: int
+
+
+class PostgresDeliveryLog:
+    """Durable AG-UI event ids per Run, and replay after a ``Last-Event-ID``, in PostgreSQL.
+
+    The contract of ``SqliteDeliveryLog`` (the same ``Delivery`` values and
+    SSE ids, the same errors), shared by every worker that opens the same
+    database: ``url``, ``read_only``, ``pool_size``, ``timeout`` and
+    ``recheck`` are as for ``PostgresSourceJournal``. Followers (``follow``,
+    ``sse``) are woken by PostgreSQL's NOTIFY when any process records
+    events of their Run. ``fenced(lease)`` gives a view of the log whose
+    ``record`` also checks a worker's lease (see ``PostgresLeases``).
+    """
+
+    def __init__(self, url: str, *, read_only: bool = False, pool_size: int = 4, timeout: float = 30.0,
+                 recheck: float = 30.0) -> None:
+        self._db = Database(url, schema=SCHEMA, tables=COLUMNS, read_only=read_only, min_size=1,
+                            max_size=pool_size, timeout=timeout, recheck=recheck)
+
+    @property
+    def path(self) -> str:
+        """The database's URL, without its password."""
+        return self._db.name
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the log was opened with ``read_only=True``."""
+        return self._db.read_only
+
+    def fenced(self, lease: Lease) -> FencedDeliveryLog:
+        """This log as the holder of ``lease`` writes it: every ``record`` checks, in its own
+        transaction, that the lease is still in force, else raises ``LeaseLostError`` and writes nothing."""
+        if not isinstance(lease, Lease):
+            raise TypeError(f"fenced() takes a Lease, not {type(lease).__name__}")
+        return FencedDeliveryLog(self, lease)
+
+    # -- writing -----------------------------------------------------------------
+
+    def record(self, item: HarnessStreamEvent, events: Sequence[BaseEvent | EncodedEvent], *,
+               expected_cursor: Any = _UNCHECKED, root_run_id: str | None = None) -> tuple[Delivery, ...]:
+        """Assign ids to the events one source item produced and store them; the contract of
+        ``SqliteDeliveryLog.record``. ``events`` are AG-UI events or the ``EncodedEvent``s of
+        ``observer.observe_encoded(item)`` (stored as they are).
+
+        The item is the next one of the stream of root Run ``root_run_id``
+        (left out: the item's own Run; an item of a child Run must name its
+        root); its position in the stream becomes the delivery cursor.
+        Raises TypeError, ValueError for a blank ``root_run_id``,
+        ``ProjectorConflictError`` when the stored cursor is not
+        ``expected_cursor``, ``DeliveryOrderError`` (its ``__cause__`` the
+        ``HistoryError``) when the item is not the stream's next one,
+        ``ReadOnlyStoreError``, psycopg errors; nothing is written then.
+        """
+        return self._record(item, events, expected_cursor, root_run_id, None)
+
+    def _record(self, item: HarnessStreamEvent, events: Sequence[BaseEvent | EncodedEvent], expected_cursor: Any,
+                root_run_id: str | None, lease: Lease | None) -> tuple[Delivery, ...]:
+        if not isinstance(item, (HarnessEvent, HarnessRunResultEvent)):
+            raise TypeError(f"record() takes a Harness source item, not {type(item).__name__}")
+        if expected_cursor is not _UNCHECKED and expected_cursor is not None and (
+                not isinstance(expected_cursor, int) or isinstance(expected_cursor, bool)):
+            raise TypeError(f"expected_cursor is an int position or None, not {type(expected_cursor).__name__}")
+        rows: list[tuple[str, str]] = []
+        for e in events:
+            if type(e) is EncodedEvent:
+                rows.append(e)
+            elif isinstance(e, BaseEvent):
+                rows.append((e.type.value if isinstance(e.type, EventType) else str(e.type), agui_to_json(e)))
+            else:
+                raise TypeError(f"record() takes AG-UI events, not {type(e).__name__}")
+        if root_run_id is not None and (not isinstance(root_run_id, str) or not root_run_id.strip()):
+            raise ValueError(f"root_run_id must be a non-blank str or None, not {root_run_id!r}")
+        root = item.run_id if root_run_id is None else root_run_id
+        with self._db.write("record", (LOCK_DELIVERY, root)) as conn:
+            if lease is not None:
+                _check_lease(conn, lease, root)
+            head = self._head(conn, root)
+            found_cursor = None if head is None or head.cursor < 0 else head.cursor
+            if expected_cursor is not _UNCHECKED and expected_cursor != found_cursor:
+                raise ProjectorConflictError(run_id=root, cursor=expected_cursor, found=found_cursor)
+            child = None
+            if head is None:
+                last_id, cursor = 0, StreamCursor.of(root)
+            else:
+                last_id = head.last_event_id
+                children: PMap[str, HistoryCursor] = pmap()
+                if item.run_id != root:
+                    child = conn.execute(f"SELECT root_run_id, thread_id, last_sequence, terminal FROM {CHILDREN} "
+                                         "WHERE run_id = %s", (item.run_id,)).fetchone()
+                    if child is not None and child[0] == root:
+                        children = pmap({item.run_id: HistoryCursor(item.run_id, child[1], child[2] + 1,
+                                                                    child[3])})
+                root_cursor = HistoryCursor(root, head.thread_id, head.last_sequence + 1, head.finished)
+                cursor = StreamCursor(root_cursor, children, head.cursor + 1, True)
+            try:
+                after = advance_stream(cursor, item)
+            except HistoryError as e:
+                raise DeliveryOrderError(f"cannot record: {e.reason}", run_id=root, sequence=item.sequence,
+                                         cursor=found_cursor) from e
+            position = after.next_position - 1
+            out = tuple(Delivery(root, last_id + i, position, kind, data) for i, (kind, data) in enumerate(rows, 1))
+            if out:
+                with conn.cursor() as cur:
+                    cur.executemany(f"INSERT INTO {EVENTS} (run_id, event_id, source_position, event_type, data) "
+                                    "VALUES (%s, %s, %s, %s, %s)",
+                                    [(root, d.event_id, position, d.event_type, d.data) for d in out])
+            if item.run_id == root:
+                conn.execute(f"INSERT INTO {RUNS} (run_id, thread_id, source_cursor, last_event_id, finished, "
+                             "last_sequence) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (run_id) DO UPDATE SET "
+                             "source_cursor = excluded.source_cursor, last_event_id = excluded.last_event_id, "
+                             "finished = excluded.finished, last_sequence = excluded.last_sequence",
+                             (root, item.thread_id, position, last_id + len(out), after.finished, item.sequence))
+            else:
+                conn.execute(f"UPDATE {RUNS} SET source_cursor = %s, last_event_id = %s WHERE run_id = %s",
+                             (position, last_id + len(out), root))
+                conn.execute(f"INSERT INTO {CHILDREN} (run_id, root_run_id, thread_id, last_sequence, terminal) "
+                             "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (run_id) DO UPDATE SET last_sequence = "
+                             "excluded.last_sequence, terminal = excluded.terminal",
+                             (item.run_id, root, item.thread_id, item.sequence,
+                              isinstance(item, HarnessRunResultEvent)))
+            conn.execute("SELECT pg_notify(%s, %s)", (DELIVERY_CHANNEL, notify_key(root)))
+        return out
+
+    def fail(self, run_id: str, event: RunErrorEvent, *, expected_cursor: Cursor,
+             thread_id: str | None = None) -> Delivery:
+        """Record ``event`` as the last event of root Run ``run_id`` and end the Run; the contract of
+        ``SqliteDeliveryLog.fail`` (for a Run whose projection failed or whose Harness went away: its
+        followers end after the RUN_ERROR, and ``record`` refuses every later item of the Run).
+
+        Raises TypeError for an event that is not a ``RunErrorEvent``, ``ProjectorConflictError`` when
+        the stored cursor is not ``expected_cursor``, ``DeliveryOrderError`` when the Run has already
+        finished, ValueError when nothing is recorded and ``thread_id`` is missing, and as ``record``.
+        """
+        return self._fail(run_id, event, expected_cursor, thread_id, None)
+
+    def _fail(self, run_id: str, event: RunErrorEvent, expected_cursor: Cursor, thread_id: str | None,
+              lease: Lease | None) -> Delivery:
+        if not isinstance(event, RunErrorEvent):
+            raise TypeError(f"fail() takes a RunErrorEvent, not {type(event).__name__}")
+        data = agui_to_json(event)
+        with self._db.write("fail", (LOCK_DELIVERY, run_id)) as conn:
+            if lease is not None:
+                _check_lease(conn, lease, run_id)
+            head = self._head(conn, run_id)
+            found = None if head is None or head.cursor < 0 else head.cursor
+            if expected_cursor != found:
+                raise ProjectorConflictError(run_id=run_id, cursor=expected_cursor, found=found)
+            if head is None:
+                if not isinstance(thread_id, str) or not thread_id.strip():
+                    raise ValueError(f"run {run_id!r} has no delivery yet: fail() needs its thread_id")
+                last_id, cursor = 0, -1
+                conn.execute(f"INSERT INTO {RUNS} (run_id, thread_id, source_cursor, last_event_id, finished, "
+                             "last_sequence) VALUES (%s, %s, -1, 1, true, -1)", (run_id, thread_id))
+            else:
+                if head.finished:
+                    raise DeliveryOrderError("cannot fail: the run has already finished", run_id=run_id,
+                                             sequence=head.cursor, cursor=head.cursor)
+                last_id, cursor = head.last_event_id, head.cursor
+                conn.execute(f"UPDATE {RUNS} SET last_event_id = %s, finished = true WHERE run_id = %s",
+                             (last_id + 1, run_id))
+            delivery = Delivery(run_id, last_id + 1, cursor, EventType.RUN_ERROR.value, data)
+            conn.execute(f"INSERT INTO {EVENTS} (run_id, event_id, source_position, event_type, data) "
+                         "VALUES (%s, %s, %s, %s, %s)", (run_id, delivery.event_id, cursor, delivery.event_type, data))
+            conn.execute("SELECT pg_notify(%s, %s)", (DELIVERY_CHANNEL, notify_key(run_id)))
+        return delivery
+
+    # -- reading -----------------------------------------------------------------
+
+    def cursor(self, run_id: str) -> Cursor:
+        """The position in root Run ``run_id``'s stream of the last source item whose events are recorded
+        (its sequence, for a Run without child Runs); None if none is."""
+        head = self._read_head(run_id)
+        return None if head is None or head.cursor < 0 else head.cursor
+
+    def last_event_id(self, run_id: str) -> int:
+        """The last event number assigned in the Run (the number of events recorded); 0 if none."""
+        head = self._read_head(run_id)
+        return 0 if head is None else head.last_event_id
+
+    def finished(self, run_id: str) -> bool:
+        """Whether the events of the Run's terminal item are recorded."""
+        head = self._read_head(run_id)
+        return head is not None and head.finished
+
+    def replay(self, run_id: str, *, after: str | int | None = None) -> tuple[Delivery, ...]:
+        """Every recorded event of the Run after the id ``after``, in id order; raises as
+        ``SqliteDeliveryLog.replay`` does (``ForeignEventIdError``, ``UnknownEventIdError``)."""
+        start = parse_last_event_id(after, run_id=run_id)
+        with self._db.read() as conn:
+            head = self._head(conn, run_id)
+            last = _known(run_id, head, start, after)
+            rows = conn.execute(f"SELECT event_id, source_position, event_type, data FROM {EVENTS} WHERE run_id = %s "
+                                "AND event_id > %s ORDER BY event_id", (run_id, start)).fetchall()
+        return tuple(self._deliveries(run_id, start, rows, last, to_the_end=True))
+
+    def follow(self, run_id: str, *, after: str | int | None = None, poll_interval: float | None = None,
+               ) -> AsyncIterator[Delivery]:
+        """Every event of the Run after the id ``after``, following new records, to the Run's terminal event.
+
+        Raises as ``SqliteDeliveryLog.follow`` does: a foreign ``after``
+        from this call, an unknown number from the first iteration. Woken
+        by NOTIFY from any process (the store's ``recheck`` is a safety
+        re-read); ``poll_interval`` is accepted for the SQLite signature
+        and not used: nothing polls.
+        """
+        start = parse_last_event_id(after, run_id=run_id)
+        if poll_interval is not None and (isinstance(poll_interval, bool) or not poll_interval > 0):
+            raise ValueError(f"poll_interval must be a number of seconds > 0, not {poll_interval!r}")
+        return self._follow(run_id, start, after, self._db.recheck)
+
+    def sse(self, run_id: str, *, last_event_id: str | int | None = None, poll_interval: float | None = None,
+            ) -> AsyncIterator[str]:
+        """Server-Sent Events frames for a client that last saw ``last_event_id``: ``follow``, each
+        delivery as its SSE frame. Raises as ``follow`` does."""
+        deliveries = self.follow(run_id, after=last_event_id, poll_interval=poll_interval)
+        return _frames(deliveries)
+
+    def close(self) -> None:
+        """Close every connection; later calls raise ValueError. Closing twice is harmless."""
+        self._db.close()
+
+    def __enter__(self) -> PostgresDeliveryLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = " closed" if self._db.closed else " read-only" if self._db.read_only else ""
+        return f"<PostgresDeliveryLog {self._db.name!r}{state}>"
+
+    # -- internals -----------------------------------------------------------------
+
+    def _head(self, conn: Any, run_id: str) -> _Head | None:
+        row = conn.execute(f"SELECT thread_id, source_cursor, last_event_id, finished, last_sequence FROM {RUNS} "
+                           "WHERE run_id = %s", (run_id,)).fetchone()
+        return None if row is None else _Head(*row)
+
+    def _read_head(self, run_id: str) -> _Head | None:
+        with self._db.read() as conn:
+            return self._head(conn, run_id)
+
+    def _deliveries(self, run_id: str, after: int, rows: list[Any], last: int, *, to_the_end: bool,
+                    ) -> list[Delivery]:
+        out = []
+        due = after + 1
+        for event_id, position, kind, data in rows:
+            if event_id != due:
+                raise DamagedStoreError(f"missing (the next event stored is {event_id})", path=self._db.name,
+                                        table=EVENTS, row=f"run_id={run_id!r:.80}, event_id={due}")
+            out.append(Delivery(run_id, event_id, position, kind, data))
+            due += 1
+        if to_the_end and due <= last:
+            raise DamagedStoreError(f"missing: the run's last event id is {last}", path=self._db.name, table=EVENTS,
+                                    row=f"run_id={run_id!r:.80}, event_id={due}")
+        return out
+
+    def _page(self, run_id: str, after: int, asked: str | int | None, check: bool,
+              ) -> tuple[list[Delivery], bool, int]:
+        with self._db.read() as conn:
+            head = self._head(conn, run_id)
+            last = _known(run_id, head, after, asked) if check else (0 if head is None else head.last_event_id)
+            rows = conn.execute(f"SELECT event_id, source_position, event_type, data FROM {EVENTS} WHERE run_id = %s "
+                                "AND event_id > %s ORDER BY event_id LIMIT %s", (run_id, after, _PAGE)).fetchall()
+        deliveries = self._deliveries(run_id, after, rows, last, to_the_end=len(rows) < _PAGE)
+        return deliveries, head is not None and head.finished, last
+
+    async def _follow(self, run_id: str, after: int, asked: str | int | None, recheck: float,
+                      ) -> AsyncIterator[Delivery]:
+        check = True
+        with self._db.waiting(DELIVERY_CHANNEL, run_id) as woken:
+            await self._db.listening()
+            while True:
+                deliveries, finished, last_id = await asyncio.to_thread(self._page, run_id, after, asked, check)
+                check = False
+                for delivery in deliveries:
+                    yield delivery
+                    after = delivery.event_id
+                if finished and after >= last_id:
+                    return
+                if not deliveries:
+                    await self._db.wait(woken, recheck)
+
+
+class FencedDeliveryLog:
+    """A ``PostgresDeliveryLog`` as the holder of one lease writes it (``PostgresDeliveryLog.fenced``).
+
+    ``record`` is the log's, plus the lease check in the same transaction:
+    ``LeaseLostError`` (a ``ProjectorConflictError``) when another worker
+    took the Run over or the lease expired; nothing is written then. Every
+    read is the log's own. Pass it to ``project_run`` as its delivery log.
+    """
+
+    def __init__(self, log: PostgresDeliveryLog, lease: Lease) -> None:
+        self.log = log
+        self.lease = lease
+
+    def record(self, item: HarnessStreamEvent, events: Sequence[BaseEvent | EncodedEvent], *,
+               expected_cursor: Any = _UNCHECKED, root_run_id: str | None = None) -> tuple[Delivery, ...]:
+        """``PostgresDeliveryLog.record``, fenced by the lease (see the class)."""
+        return self.log._record(item, events, expected_cursor, root_run_id, self.lease)
+
+    def fail(self, run_id: str, event: RunErrorEvent, *, expected_cursor: Cursor,
+             thread_id: str | None = None) -> Delivery:
+        """``PostgresDeliveryLog.fail``, fenced by the lease."""
+        return self.log._fail(run_id, event, expected_cursor, thread_id, self.lease)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.log, name)
+
+    def __repr__(self) -> str:
+        return f"<FencedDeliveryLog {self.log.path!r} {self.lease!r}>"
+
+
+def _check_lease(conn: Any, lease: Lease, root: str) -> None:
+    if lease.run_id != root:
+        raise LeaseLostError(f"the lease is on run {lease.run_id!r}, not this one", run_id=root)
+    row = conn.execute(f"SELECT holder, token, expires_at >= clock_timestamp() FROM {LEASES} WHERE run_id = %s "
+                       "FOR SHARE", (root,)).fetchone()
+    if row is None or row[1] != lease.token:
+        found = "no lease" if row is None else f"token {row[1]} of worker {row[0]}"
+        raise LeaseLostError(f"another worker took the run over (its lease holds {found}, this worker's token is "
+                             f"{lease.token}); nothing was written", run_id=root)
+    if not row[2]:
+        raise LeaseLostError(f"the lease of token {lease.token} expired before this write; nothing was written",
+                             run_id=root)
+
+
+def _known(run_id: str, head: _Head | None, after: int, asked: str | int | None) -> int:
+    last = 0 if head is None else head.last_event_id
+    if after > last:
+        raise UnknownEventIdError(run_id=run_id, event_id=asked if asked is not None else after, last_event_id=last)
+    return last
+
+
+async def _frames(deliveries: AsyncIterator[Delivery]) -> AsyncIterator[str]:
+    async for delivery in deliveries:
+        yield delivery.sse()

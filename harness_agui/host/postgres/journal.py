@@ -1,0 +1,382 @@
+# The source journal in PostgreSQL: the same contract as ``SqliteSourceJournal``
+# (see ``host/journal.py``), for Hosts whose workers share one database.
+#
+#     harness_source_items(root_run_id, position, run_id, sequence, thread_id, terminal, line)
+#         primary key (root_run_id, position), unique (run_id, sequence)
+#     harness_source_runs(run_id, ord, root_run_id, thread_id, last_sequence, terminal, last_position)
+#         primary key run_id; ord (an identity) gives the order of the Runs' first items
+#
+# A stream is a root Run's own items and its child Runs' items, interleaved
+# in arrival order; ``position`` is an item's index in its root's stream,
+# counted from ``first_sequence``, so for a Run without children an item's
+# position is its sequence. ``append`` holds the stream's advisory lock (see
+# ``_pg``) for its transaction, builds a ``StreamCursor`` from the heads of
+# the root and of the item's Run, runs the item through
+# ``core.history.advance_stream`` (the one policy), and only when that refuses
+# an item at an occupied (run id, sequence) looks at the slot: the identical
+# item again is a no-op (False), even after the terminal result; a different
+# item there is a ``JournalConflictError``, or the ``AfterTerminalError`` the
+# check raised once the stream has ended. Then it inserts the row, updates the
+# heads and sends ``NOTIFY harness_agui_journal, <root run id>``, delivered
+# when the transaction commits.
+#
+# Readers page through the stream by position in worker threads, each page
+# one REPEATABLE READ snapshot, and pass what they read through
+# ``check_prefix`` / ``check_tail``: a database can be edited or restored
+# from elsewhere, so what is read is checked as what is written. ``tail``
+# reads what is stored after its cursor, then waits for the stream's
+# notification (it does not poll) and reads again, and ends after the root's
+# terminal result. PostgreSQL types every column and checks its own pages
+# (``initdb --data-checksums``), so rows carry no checksum of their own here;
+# a head that disagrees with the items it heads is still a
+# ``DamagedStoreError``.
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import attrs
+from pyrsistent import pmap
+
+from ...core.errors import AfterTerminalError, ForeignRunError, SequenceOrderError
+from ...core.history import HistoryCursor, StreamCursor, advance_stream
+from ...core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
+from ...wire.codec import DecodeError, Migration, decode, encode
+from ..checks import Cursor, check_prefix, check_tail
+from ..errors import DamagedStoreError, JournalConflictError
+from ._pg import JOURNAL_CHANNEL, LOCK_JOURNAL, STREAMS_CHANNEL, Database, notify_key
+
+__all__ = ["PostgresSourceJournal"]
+
+ITEMS = "harness_source_items"
+RUNS = "harness_source_runs"
+SCHEMA = (
+    f"""CREATE TABLE IF NOT EXISTS {ITEMS} (
+        root_run_id text NOT NULL, position bigint NOT NULL, run_id text NOT NULL, sequence bigint NOT NULL,
+        thread_id text NOT NULL, terminal boolean NOT NULL, line text NOT NULL,
+        PRIMARY KEY (root_run_id, position), UNIQUE (run_id, sequence))""",
+    f"""CREATE TABLE IF NOT EXISTS {RUNS} (
+        run_id text PRIMARY KEY, ord bigint GENERATED ALWAYS AS IDENTITY, root_run_id text NOT NULL,
+        thread_id text NOT NULL, last_sequence bigint NOT NULL, terminal boolean NOT NULL,
+        last_position bigint NOT NULL)""",
+    f"CREATE INDEX IF NOT EXISTS {RUNS}_roots ON {RUNS} (ord) WHERE run_id = root_run_id",
+    f"CREATE INDEX IF NOT EXISTS {RUNS}_thread ON {RUNS} (thread_id, ord) WHERE run_id = root_run_id",
+)
+COLUMNS = {
+    ITEMS: ("root_run_id", "position", "run_id", "sequence", "thread_id", "terminal", "line"),
+    RUNS: ("run_id", "ord", "root_run_id", "thread_id", "last_sequence", "terminal", "last_position"),
+}
+_PAGE = 256
+
+
+@attrs.frozen
+class _Head:
+    root_run_id: str
+    thread_id: str
+    last_sequence: int
+    terminal: bool
+    last_position: int
+
+    def cursor(self, run_id: str) -> HistoryCursor:
+        return HistoryCursor(run_id, self.thread_id, self.last_sequence + 1, self.terminal)
+
+
+class PostgresSourceJournal:
+    """A durable, append-only journal of Harness source items in a PostgreSQL database.
+
+    The contract of ``SqliteSourceJournal``, for several processes on
+    several machines: ``url`` is a ``postgresql://`` URL (libpq's form:
+    ``postgresql://user:password@host:port/dbname``, or
+    ``postgresql://user@/dbname?host=/socket/dir``). The tables are created
+    if missing (by whichever process opens a new database first). With
+    ``read_only=True`` nothing is created or written and ``append`` raises
+    ``ReadOnlyStoreError`` (a hot standby can serve the reads).
+    ``migrations`` and ``first_sequence`` are as for the SQLite journal.
+    ``pool_size`` is the most connections this object holds at once (one
+    more is opened, on demand, to LISTEN for new items); ``timeout`` how
+    long a call waits for a free connection, in seconds. ``recheck`` is how
+    long a waiting ``tail`` goes without a notification before it reads
+    again anyway (a safety net: it is woken by ``NOTIFY``, not by polling).
+
+    One journal object may be used from any threads and tasks. Raises
+    ValueError for a URL that is not a postgresql:// URL or bad settings,
+    ``DamagedStoreError`` for tables with other columns (or missing ones,
+    read-only), and psycopg / psycopg_pool errors for a database that
+    cannot be reached within ``timeout``.
+    """
+
+    def __init__(self, url: str, *, migrations: Mapping[int, Migration] | None = None, first_sequence: int = 0,
+                 read_only: bool = False, pool_size: int = 4, timeout: float = 30.0, recheck: float = 30.0) -> None:
+        if not isinstance(first_sequence, int) or isinstance(first_sequence, bool) or first_sequence < 0:
+            raise ValueError(f"first_sequence must be an int >= 0, not {first_sequence!r}")
+        self._migrations = dict(migrations or {})
+        self._first = first_sequence
+        self._db = Database(url, schema=SCHEMA, tables=COLUMNS, read_only=read_only, min_size=1,
+                            max_size=pool_size, timeout=timeout, recheck=recheck)
+
+    @property
+    def path(self) -> str:
+        """The database's URL, without its password (named in errors as a SQLite store's file is)."""
+        return self._db.name
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the journal was opened with ``read_only=True``."""
+        return self._db.read_only
+
+    # -- writing -----------------------------------------------------------------
+
+    def append(self, item: HarnessStreamEvent, *, root_run_id: str | None = None) -> bool:
+        """Store one source item durably, in one transaction; the contract of ``SqliteSourceJournal.append``.
+
+        With ``root_run_id`` None the item goes to the stream of its Run's
+        root (its own stream for a Run not stored as a child); a
+        ``root_run_id`` names the stream: an unknown run id other than it
+        becomes a child Run of that stream, which must exist and not be
+        finished. Returns True when written, False for a second delivery of
+        the identical item (even after the terminal result). Raises
+        TypeError for a value that is not a source item; the
+        ``HistoryError``s of ``core.history.advance_stream`` for an item
+        that is not its Run's next one (``JournalConflictError`` for a
+        different item at a stored (run id, sequence), ``AfterTerminalError``
+        for anything new after the root's terminal result);
+        ``ForeignRunError`` when ``root_run_id`` is not the stored root of
+        the item's Run, or names no stored stream; ``ReadOnlyStoreError`` on
+        a read-only journal; psycopg errors for storage failures. On any
+        error nothing is written. Blocks until the commit: from an event
+        loop, call it through ``asyncio.to_thread``.
+        """
+        if not isinstance(item, (HarnessEvent, HarnessRunResultEvent)):
+            raise TypeError(f"append() takes a Harness source item, not {type(item).__name__}")
+        if root_run_id is not None and (not isinstance(root_run_id, str) or not root_run_id.strip()):
+            raise ValueError(f"root_run_id must be a non-blank str or None, not {root_run_id!r}")
+        line = encode(item)
+        run_id = item.run_id
+        with self._db.write("append") as conn:
+            root = root_run_id
+            if root is None:  # the stream the Run belongs to, or its own
+                head = self._head(conn, run_id)
+                root = run_id if head is None else head.root_run_id
+            while True:
+                self._db.lock(conn, (LOCK_JOURNAL, root))
+                head = self._head(conn, run_id)  # read again, under the lock (READ COMMITTED: a fresh snapshot)
+                if root_run_id is not None or head is None or head.root_run_id == root:
+                    return self._append(conn, item, line, root, head)
+                root = head.root_run_id  # it became a child of another stream meanwhile: lock that one too
+
+    def _append(self, conn: Any, item: HarnessStreamEvent, line: str, root: str, head: _Head | None) -> bool:
+        run_id, seq = item.run_id, item.sequence
+        if head is not None and head.root_run_id != root:
+            raise ForeignRunError(f"run {run_id!r} is stored in the stream of run {head.root_run_id!r}, not "
+                                  f"{root!r}", run_id=root, sequence=seq, found_run_id=run_id,
+                                  found_thread_id=item.thread_id)
+        root_head = head if run_id == root else self._head(conn, root)
+        if run_id != root and root_head is None:
+            raise ForeignRunError(f"no stream of run {root!r} is stored, so run {run_id!r} cannot be its child",
+                                  run_id=root, sequence=seq, found_run_id=run_id, found_thread_id=item.thread_id)
+        if root_head is None:
+            cursor = StreamCursor.of(root, first_sequence=self._first)
+        else:
+            children = pmap() if head is None or run_id == root else pmap({run_id: head.cursor(run_id)})
+            cursor = StreamCursor(root_head.cursor(root), children, root_head.last_position + 1, True)
+        try:
+            advance_stream(cursor, item)
+        except (SequenceOrderError, AfterTerminalError) as e:
+            due = head.last_sequence + 1 if head is not None else None
+            if due is not None and seq < due:  # a stored slot, perhaps: a second delivery is no fault
+                row = conn.execute(f"SELECT root_run_id, line FROM {ITEMS} WHERE run_id = %s AND sequence = %s",
+                                   (run_id, seq)).fetchone()
+                if row is not None:
+                    if row[1] == line or self._decode(row[1], run_id, seq) == item:
+                        return False
+                    if isinstance(e, SequenceOrderError):
+                        raise JournalConflictError(run_id, seq, expected=due) from None
+            raise
+        terminal = isinstance(item, HarnessRunResultEvent)
+        position = cursor.next_position
+        conn.execute(f"INSERT INTO {ITEMS} (root_run_id, position, run_id, sequence, thread_id, terminal, line) "
+                     "VALUES (%s, %s, %s, %s, %s, %s, %s)", (root, position, run_id, seq, item.thread_id, terminal,
+                                                              line))
+        conn.execute(f"INSERT INTO {RUNS} (run_id, root_run_id, thread_id, last_sequence, terminal, last_position) "
+                     "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (run_id) DO UPDATE SET last_sequence = "
+                     "excluded.last_sequence, terminal = excluded.terminal, last_position = excluded.last_position",
+                     (run_id, root, item.thread_id, seq, terminal, position))
+        if run_id != root:
+            conn.execute(f"UPDATE {RUNS} SET last_position = %s WHERE run_id = %s", (position, root))
+        conn.execute("SELECT pg_notify(%s, %s)", (JOURNAL_CHANNEL, notify_key(root)))
+        if root_head is None:
+            conn.execute("SELECT pg_notify(%s, %s)", (STREAMS_CHANNEL, notify_key(root)))
+        return True
+
+    # -- reading -----------------------------------------------------------------
+
+    def cursor(self, run_id: str) -> Cursor:
+        """The position of the last item stored in the stream of root Run ``run_id``, None if none is
+        (for a Run without child Runs, the sequence of its last item). Raises ValueError for the id of a
+        child Run (its items are read through its root's stream)."""
+        head = self._read_root(run_id)
+        return None if head is None else head.last_position
+
+    def finished(self, run_id: str) -> bool:
+        """Whether the terminal result of root Run ``run_id`` is stored. Raises as ``cursor`` does."""
+        head = self._read_root(run_id)
+        return head is not None and head.terminal
+
+    def root_of(self, run_id: str) -> str | None:
+        """The root Run of the stream that holds Run ``run_id`` (itself for a root), None if not stored."""
+        with self._db.read() as conn:
+            head = self._head(conn, run_id)
+        return None if head is None else head.root_run_id
+
+    def runs(self, thread_id: str | None = None) -> tuple[str, ...]:
+        """The root run ids stored (of one Thread, if given), in the order their first item was appended."""
+        sql = f"SELECT run_id FROM {RUNS} WHERE run_id = root_run_id"
+        args: tuple[object, ...] = ()
+        if thread_id is not None:
+            sql += " AND thread_id = %s"
+            args = (thread_id,)
+        with self._db.read() as conn:
+            return tuple(r[0] for r in conn.execute(sql + " ORDER BY ord", args))
+
+    def read_prefix(self, run_id: str, *, through: Cursor) -> AsyncIterator[HarnessStreamEvent]:
+        """The root Run's stream up to and including position ``through``, checked by ``check_prefix``.
+
+        Returns an async iterator for ``HarnessAguiObserver.resume()``;
+        raises as ``SqliteSourceJournal.read_prefix`` does (the
+        ``check_prefix`` errors, ``IncompletePrefixError`` when the journal
+        does not hold the stream up to ``through``; DecodeError naming the
+        run and sequence of a line that does not decode)."""
+        items = self._pages(run_id, through)
+        return check_prefix(items, run_id=run_id, through=through, first_sequence=self._first)
+
+    def tail(self, run_id: str, *, after: Cursor, poll_interval: float | None = None,
+             ) -> AsyncIterator[HarnessStreamEvent]:
+        """Every item of the root Run's stream after position ``after``, following new appends.
+
+        Yields what is stored after the cursor, then waits for each next
+        append (woken by PostgreSQL's NOTIFY from any process; the store's
+        ``recheck`` is a safety re-read; ``poll_interval`` is accepted for
+        the SQLite signature and not used: nothing polls), and ends after the root's terminal
+        result (at once if the item at ``after`` is it). Raises the
+        ``check_tail`` errors, and ``AfterTerminalError`` when ``after``
+        lies beyond the stored terminal result. Cancelling the consuming
+        task stops it cleanly."""
+        if poll_interval is not None and (isinstance(poll_interval, bool) or not poll_interval > 0):
+            raise ValueError(f"poll_interval must be a number of seconds > 0, not {poll_interval!r}")
+        return self._tail(run_id, after, self._db.recheck)
+
+    def close(self) -> None:
+        """Close every connection; later calls raise ValueError. Closing twice is harmless."""
+        self._db.close()
+
+    def __enter__(self) -> PostgresSourceJournal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = " closed" if self._db.closed else " read-only" if self._db.read_only else ""
+        return f"<PostgresSourceJournal {self._db.name!r}{state}>"
+
+    # -- internals -----------------------------------------------------------------
+
+    def _decode(self, line: str, run_id: str, seq: int) -> HarnessStreamEvent:
+        try:
+            return decode(line, migrations=self._migrations)
+        except DecodeError as e:
+            raise DecodeError(f"journal row of run {run_id!r} at sequence {seq}: {e.reason}") from e
+
+    def _head(self, conn: Any, run_id: str) -> _Head | None:
+        row = conn.execute(f"SELECT root_run_id, thread_id, last_sequence, terminal, last_position FROM {RUNS} "
+                           "WHERE run_id = %s", (run_id,)).fetchone()
+        return None if row is None else _Head(*row)
+
+    def _root(self, conn: Any, run_id: str) -> _Head | None:
+        head = self._head(conn, run_id)
+        if head is not None and head.root_run_id != run_id:
+            raise ValueError(f"run {run_id!r} is a child Run in the stream of run {head.root_run_id!r}: its items "
+                             "are read through that stream")
+        return head
+
+    def _read_root(self, run_id: str) -> _Head | None:
+        with self._db.read() as conn:
+            return self._root(conn, run_id)
+
+    def _fetch(self, run_id: str, after: int, through: int | None) -> list[tuple[int, str, int, bool, str]]:
+        # One page of (position, run id, sequence, terminal, line) after ``after`` (through ``through``); a
+        # page that ends what is stored must reach the stream's head.
+        sql = (f"SELECT position, run_id, sequence, terminal, line FROM {ITEMS} WHERE root_run_id = %s "
+               "AND position > %s")
+        args: tuple[object, ...] = (run_id, after)
+        if through is not None:
+            sql += " AND position <= %s"
+            args += (through,)
+        with self._db.read() as conn:
+            head = self._root(conn, run_id)
+            rows = conn.execute(sql + " ORDER BY position LIMIT %s", args + (_PAGE,)).fetchall()
+        if head is not None and len(rows) < _PAGE:
+            end = head.last_position if through is None else min(through, head.last_position)
+            reached = rows[-1][0] if rows else after
+            if reached < end:
+                raise DamagedStoreError(f"missing: the stream's last position is {head.last_position} ({RUNS})",
+                                        path=self._db.name, table=ITEMS,
+                                        row=f"root_run_id={run_id!r:.80}, position={reached + 1}")
+        return rows
+
+    async def _pages(self, run_id: str, through: int | None) -> AsyncIterator[HarnessStreamEvent]:
+        last = self._first - 1
+        while True:
+            rows = await asyncio.to_thread(self._fetch, run_id, last, through)
+            for position, item_run, seq, _, line in rows:
+                yield self._decode(line, item_run, seq)
+                last = position
+            if len(rows) < _PAGE:
+                return
+
+    def _start(self, run_id: str, after: Cursor) -> tuple[StreamCursor | Cursor, bool]:
+        # The cursor a tail after ``after`` starts from: the stream cursor of the stored prefix through
+        # ``after`` (each Run's next sequence), and whether the stream ended there.
+        with self._db.read() as conn:
+            head = self._root(conn, run_id)
+            if head is None or after is None:
+                return after, False
+            if head.terminal and after >= head.last_position:
+                if after > head.last_position:
+                    raise AfterTerminalError(f"the tail cursor lies beyond the terminal result at position "
+                                             f"{head.last_position}", run_id=run_id, sequence=after)
+                return after, True
+            if after > head.last_position:
+                return after, False
+            rows = conn.execute(f"SELECT run_id, thread_id, max(sequence), bool_or(terminal) FROM {ITEMS} "
+                                "WHERE root_run_id = %s AND position <= %s GROUP BY run_id, thread_id",
+                                (run_id, after)).fetchall()
+        runs = {r[0]: HistoryCursor(r[0], r[1], r[2] + 1, r[3]) for r in rows}
+        root = runs.pop(run_id, None)
+        if root is None or len(rows) != len(runs) + 1:
+            return after, False  # a damaged prefix: let the position-only check report what it meets
+        return StreamCursor(root, pmap(runs), after + 1, True), False
+
+    async def _tail(self, run_id: str, after: Cursor, recheck: float) -> AsyncIterator[HarnessStreamEvent]:
+        start, ended = await asyncio.to_thread(self._start, run_id, after)
+        if ended:
+            return
+        items = self._follow(run_id, after, recheck)
+        async for item in check_tail(items, run_id=run_id, after=start, first_sequence=self._first):
+            yield item
+
+    async def _follow(self, run_id: str, after: Cursor, recheck: float) -> AsyncIterator[HarnessStreamEvent]:
+        last = self._first - 1 if after is None else after
+        with self._db.waiting(JOURNAL_CHANNEL, run_id) as woken:
+            await self._db.listening()
+            while True:
+                rows = await asyncio.to_thread(self._fetch, run_id, last, None)
+                for position, item_run, seq, terminal, line in rows:
+                    yield self._decode(line, item_run, seq)
+                    last = position
+                    if terminal and item_run == run_id:
+                        return
+                if not rows:
+                    await self._db.wait(woken, recheck)

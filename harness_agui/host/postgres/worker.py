@@ -1,0 +1,225 @@
+# A worker: one process of a Host that runs several behind a load balancer.
+# Every worker opens the same database; each projects the Runs whose lease it
+# holds, and any worker serves any Run's followers from the delivery log.
+#
+# ``Worker.run()`` looks for work when a new stream is journaled (NOTIFY on
+# ``harness_agui_streams``) and every ``scan_interval`` seconds: the root
+# Runs whose events are not all recorded and whose lease is free (none yet,
+# expired, or held by a dead worker: see ``lease.py``). For each it takes the
+# lease and runs ``project_run`` with the fenced delivery log, which resumes
+# from the journal through the delivery cursor, checks what was delivered,
+# and follows the journal's tail to the terminal result; a renewer task keeps
+# the lease alive meanwhile. A lease found lost (by the renewer, or by a
+# fenced record that was refused) stops that projection; whoever holds the
+# lease now goes on from the delivery cursor. So after a worker is SIGKILLed,
+# its Runs are taken over within about ``scan_interval`` seconds (its
+# liveness lock goes with its connection), and after it hangs, within its
+# leases' ``ttl``. A projection that fails for good (an item the observer
+# refuses, a processor that raises, a damaged store) ends its Run with one
+# RUN_ERROR (``fail``), recorded under the lease; one that fails because the
+# database cannot be reached is tried again later, with a growing pause.
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+import psycopg
+import psycopg_pool
+from ag_ui.core import RunErrorEvent
+
+from ...core.reduce import Processor
+from ..delivery import Delivery
+from ..errors import ProjectorConflictError
+from ..projector import project_run
+from ._pg import LOCK_WORKER, STREAMS_CHANNEL
+from .delivery import RUNS as DELIVERY_RUNS
+from .delivery import FencedDeliveryLog, PostgresDeliveryLog
+from .journal import RUNS as JOURNAL_RUNS
+from .journal import PostgresSourceJournal
+from .lease import LEASES, Lease, LeaseLostError, PostgresLeases
+
+__all__ = ["Worker"]
+
+log = logging.getLogger("harness_agui.host.postgres")
+
+# What says the database cannot be reached now (retried later), not that the projection failed.
+_UNREACHABLE = (psycopg.OperationalError, psycopg.InterfaceError, psycopg_pool.PoolTimeout, OSError)
+
+_PENDING = (
+    f"SELECT r.run_id FROM {JOURNAL_RUNS} r "
+    f"LEFT JOIN {DELIVERY_RUNS} d ON d.run_id = r.run_id "
+    f"LEFT JOIN {LEASES} l ON l.run_id = r.run_id "
+    "WHERE r.run_id = r.root_run_id AND d.finished IS NOT TRUE "
+    "AND (l.run_id IS NULL OR l.expires_at < clock_timestamp() OR pg_try_advisory_xact_lock(%s, l.holder)) "
+    "ORDER BY r.ord LIMIT %s"
+)
+
+
+class Worker:
+    """Projects, among the Runs of one database, those no live worker holds.
+
+    ``journal``, ``deliveries`` and ``leases`` must share one database.
+    ``processor`` is passed to every ``project_run``; ``publish`` too (it
+    is called with each Run's new deliveries after their commit).
+    ``scan_interval`` is how often, in seconds, the worker looks for Runs
+    whose holder died or hung, besides the notification of each new stream;
+    ``max_runs`` caps the Runs it projects at once. ``drive``, when given,
+    replaces ``project_run`` for each Run this worker takes: it is awaited
+    as ``drive(run_id, fenced_log)`` and must record only through that
+    fenced log (a Host whose worker also re-attaches the Harness stream of
+    a Run it takes over, as ``harness_agui.serve`` may, passes its own);
+    the lease is renewed while it runs and it is cancelled when the lease
+    is lost. ``active`` is the set of Runs it projects now; ``completed``
+    counts the Runs it projected to their end, ``lost`` the projections it
+    gave up to another worker.
+    """
+
+    def __init__(self, journal: PostgresSourceJournal, deliveries: PostgresDeliveryLog, leases: PostgresLeases, *,
+                 processor: Processor | None = None,
+                 publish: Callable[[tuple[Delivery, ...]], object] | None = None,
+                 scan_interval: float = 0.5, max_runs: int = 1000,
+                 drive: Callable[[str, FencedDeliveryLog], Awaitable[object]] | None = None) -> None:
+        self.drive = drive
+        self.journal = journal
+        self.deliveries = deliveries
+        self.leases = leases
+        self.processor = processor
+        self.publish = publish
+        self.scan_interval = float(scan_interval)
+        self.max_runs = max_runs
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._retry: dict[str, float] = {}  # run id: loop time before which it is not taken again
+        self._pause: dict[str, float] = {}
+        self.completed = 0
+        self.lost = 0
+
+    @property
+    def active(self) -> frozenset[str]:
+        """The run ids this worker projects now."""
+        return frozenset(self._tasks)
+
+    def pending(self) -> list[str]:
+        """Root Runs whose events are not all recorded and whose lease is free, oldest first."""
+        with self.journal._db.connection() as conn:
+            rows = conn.execute(_PENDING, (LOCK_WORKER, self.max_runs)).fetchall()  # type: ignore[arg-type]
+        return [r[0] for r in rows]
+
+    async def run(self) -> None:
+        """Project free Runs until cancelled; cancelling stops every projection (their leases are released)."""
+        db = self.journal._db
+        try:
+            with db.waiting(STREAMS_CHANNEL, None) as woken:
+                await db.listening()
+                while True:
+                    try:
+                        await self._scan()
+                    except _UNREACHABLE:
+                        log.warning("cannot look for runs to project now", exc_info=True)
+                    await db.wait(woken, self.scan_interval)
+        finally:
+            tasks = list(self._tasks.values())
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _scan(self) -> None:
+        now = asyncio.get_running_loop().time()
+        for run_id in await asyncio.to_thread(self.pending):
+            if run_id in self._tasks or len(self._tasks) >= self.max_runs or self._retry.get(run_id, 0) > now:
+                continue
+            lease = await asyncio.to_thread(self.leases.acquire, run_id)
+            if lease is not None:
+                self._tasks[run_id] = asyncio.create_task(self._project(lease))
+
+    async def project(self, run_id: str) -> bool:
+        """Take ``run_id``'s lease and project it to its end; False when another live worker holds it
+        or took it over meanwhile. Raises what ``project_run`` raises, except conflicts."""
+        lease = await asyncio.to_thread(self.leases.acquire, run_id)
+        if lease is None:
+            return False
+        return await self._project_leased(lease)
+
+    async def _project(self, lease: Lease) -> None:
+        run_id = lease.run_id
+        try:
+            await self._project_leased(lease)
+            self._retry.pop(run_id, None)
+        except _UNREACHABLE as e:
+            pause = min(30.0, max(self.scan_interval, 2 * self._pause.get(run_id, 0.25)))
+            self._pause[run_id] = pause
+            self._retry[run_id] = asyncio.get_running_loop().time() + pause
+            log.warning("run %r: the database could not be reached (%s); again in %.1f s", run_id, e, pause)
+        except Exception:
+            log.exception("projecting run %r failed", run_id)
+        finally:
+            self._tasks.pop(run_id, None)
+
+    async def _project_leased(self, lease: Lease) -> bool:
+        projection = asyncio.current_task()
+        assert projection is not None
+        lost = asyncio.Event()
+        renewer = asyncio.create_task(self._renew(lease, projection, lost))
+        try:
+            fenced = self.deliveries.fenced(lease)
+            if self.drive is not None:
+                await self.drive(lease.run_id, fenced)
+            else:
+                await project_run(lease.run_id, self.journal, fenced,  # type: ignore[arg-type]
+                                  processor=self.processor, publish=self.publish)
+            self.completed += 1
+            return True
+        except ProjectorConflictError as e:
+            self.lost += 1
+            log.info("run %r: %s", lease.run_id, e)
+            return False
+        except asyncio.CancelledError:
+            if lost.is_set():
+                self.lost += 1
+                return False
+            raise
+        except _UNREACHABLE:
+            raise
+        except Exception as e:
+            # The projection itself failed (an item the observer refuses, a processor that raises or is
+            # not replay-stable, a damaged store): end the Run for its followers with one RUN_ERROR, as
+            # harness_agui.serve does, and let the error through.
+            await self._fail(lease, e)
+            raise
+        finally:
+            renewer.cancel()
+            with contextlib.suppress(BaseException):
+                await renewer
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(self.leases.release, lease)
+
+    async def _fail(self, lease: Lease, error: Exception) -> None:
+        run_id = lease.run_id
+        event = RunErrorEvent(message=f"the projection of run {run_id!r} failed: {type(error).__name__}: {error}",
+                              code="harness_agui.projection_failed", timestamp=int(time.time() * 1000))
+        try:
+            fenced = self.deliveries.fenced(lease)
+            cursor = await asyncio.to_thread(self.deliveries.cursor, run_id)
+            thread_id = None
+            if cursor is None:
+                async for item in self.journal.read_prefix(run_id, through=0):
+                    thread_id = item.thread_id
+            await asyncio.to_thread(fenced.fail, run_id, event, expected_cursor=cursor, thread_id=thread_id)
+            log.error("run %r ended with RUN_ERROR: %s", run_id, event.message)
+        except Exception:
+            log.exception("run %r: could not record the RUN_ERROR", run_id)
+
+    async def _renew(self, lease: Lease, projection: asyncio.Task[object], lost: asyncio.Event) -> None:
+        while True:
+            await asyncio.sleep(lease.ttl / 3)
+            try:
+                await asyncio.to_thread(self.leases.renew, lease)
+            except LeaseLostError:
+                lost.set()
+                projection.cancel()
+                return
+            except Exception:  # the database is unreachable for now: the fenced record decides
+                log.warning("run %r: could not renew the lease", lease.run_id, exc_info=True)

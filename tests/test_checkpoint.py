@@ -1,0 +1,434 @@
+# Checkpoints: restore(checkpoint at k) then observe the rest is the same as
+# never stopping, at every cut of any generated history (plain, delegating,
+# processed); resume(rest, checkpoint=...) is the same with resume()'s gate
+# and atomicity; a checkpoint that is damaged, foreign, of another version or
+# processor, or unsafe to decode is refused with CheckpointError and nothing
+# changes.
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import pickle
+import zlib
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from harness_agui import HarnessAguiObserver
+from harness_agui.core import checkpoint as cp
+from harness_agui.core.errors import AguiObservationError, CheckpointError, SequenceGapError
+from harness_agui.testing import SourceBuilder, complete_histories, live_histories, simulated_delegation
+from harness_agui.testing.delegation import delegating_runs
+from harness_agui.testing.strategies import ReplayStableProcessor, replay_stable_processors
+
+ANY_HISTORY = st.one_of(complete_histories(), live_histories())
+
+
+def _observed(items: list[Any], **kwargs: Any) -> HarnessAguiObserver:
+    observer = HarnessAguiObserver(**kwargs)
+    for item in items:
+        observer.observe(item)
+    return observer
+
+
+def _check_continues_alike(items: list[Any], cut: int, **kwargs: Any) -> None:
+    processor = kwargs.get("processor")
+    identity = None if processor is None else repr(processor)
+    original = _observed(items[:cut], **kwargs)
+    data = original.checkpoint(processor_identity=identity)
+    restored = HarnessAguiObserver.restore(data, processor=processor, processor_identity=identity)
+    assert not restored.is_fresh
+    assert restored.state == original.state
+    assert (restored.run_id, restored.event_count) == (original.run_id, original.event_count)
+    for item in items[cut:]:
+        assert restored.observe(item) == original.observe(item)
+    assert restored.snapshot() == original.snapshot()
+    assert restored.state == original.state
+
+
+@given(ANY_HISTORY.filter(bool), st.data())
+def test_restoring_a_checkpoint_at_any_cut_then_observing_the_rest_is_the_same_as_never_stopping(
+        items: list[Any], data: st.DataObject) -> None:
+    cut = data.draw(st.integers(1, len(items)))
+    _check_continues_alike(items, cut)
+
+
+@given(delegating_runs().filter(lambda r: bool(r.items)), st.data())
+def test_a_delegating_stream_restored_at_any_cut_continues_alike(run: Any, data: st.DataObject) -> None:
+    cut = data.draw(st.integers(1, len(run.items)))
+    _check_continues_alike(list(run.items), cut)
+
+
+@given(complete_histories(), replay_stable_processors(), st.data())
+def test_a_processed_run_restored_under_the_same_processor_continues_alike(
+        items: list[Any], processor: ReplayStableProcessor, data: st.DataObject) -> None:
+    cut = data.draw(st.integers(1, len(items)))
+    _check_continues_alike(items, cut, processor=processor)
+
+
+@given(st.one_of(ANY_HISTORY.filter(bool), delegating_runs().map(lambda r: list(r.items)).filter(bool)), st.data())
+def test_resume_from_a_checkpoint_and_the_items_after_it_equals_a_full_resume(
+        items: list[Any], data: st.DataObject) -> None:
+    cut = data.draw(st.integers(1, len(items)))
+    tail = data.draw(st.integers(cut, len(items)))
+    full = HarnessAguiObserver()
+    asyncio.run(full.resume(items[:tail]))
+    fast = HarnessAguiObserver()
+    asyncio.run(fast.resume(items[cut:tail], checkpoint=_observed(items[:cut]).checkpoint()))
+    assert fast.state == full.state
+    assert fast.snapshot() == full.snapshot()
+    for item in items[tail:]:
+        assert fast.observe(item) == full.observe(item)
+
+
+@given(st.one_of(ANY_HISTORY.filter(bool), delegating_runs().map(lambda r: list(r.items)).filter(bool)), st.data())
+def test_a_live_only_observer_resumes_from_a_retained_checkpoint_and_emits_the_same_events(
+        items: list[Any], data: st.DataObject) -> None:
+    cut = data.draw(st.integers(1, len(items)))
+    original = _observed(items[:cut])
+    live = HarnessAguiObserver(retain_events=False, track_messages=True)
+    asyncio.run(live.resume([], checkpoint=original.checkpoint()))
+    again = HarnessAguiObserver.restore(live.checkpoint())
+    assert not again.retains_events and again.tracks_messages
+    for item in items[cut:]:
+        events = original.observe(item)
+        assert live.observe(item) == events
+        assert again.observe(item) == events
+    assert live.event_count == again.event_count == original.event_count
+    assert live.messages() == again.messages() == original.messages()
+
+
+# -- what a checkpoint says ---------------------------------------------------------------------
+
+def test_a_checkpoint_says_what_it_is_without_being_decoded() -> None:
+    items = list(simulated_delegation())
+    observer = _observed(items[:9], processor=lambda item, event: event)
+    data = observer.checkpoint(processor_identity="redact-v2")
+    info = cp.inspect(data)
+    assert data.startswith(cp.MAGIC)
+    assert (info.format, info.library) == (cp.FORMAT, cp.library_version())
+    assert (info.thread_id, info.run_id) == (observer.thread_id, observer.run_id)
+    assert info.last_sequence == observer.state.last_sequence
+    assert info.position == 8  # the 9th item of the stream, child items included
+    assert info.event_count == observer.event_count
+    assert info.retained and not info.finished and info.digest == "crc32"
+    assert info.processor == hashlib.sha256(b"harness-agui processor\0redact-v2").hexdigest()
+
+
+@given(st.one_of(ANY_HISTORY.filter(bool), delegating_runs().map(lambda r: list(r.items)).filter(bool)), st.data())
+def test_a_checkpoint_records_the_stream_position_of_its_last_item(items: list[Any], data: st.DataObject) -> None:
+    cut = data.draw(st.integers(1, len(items)))
+    assert cp.inspect(_observed(items[:cut]).checkpoint()).position == cut - 1
+
+
+def test_the_library_version_a_checkpoint_records_is_the_package_version() -> None:
+    import harness_agui
+
+    assert cp.library_version() == harness_agui.__version__
+
+
+def test_a_restored_observer_checkpoints_to_an_equal_checkpoint() -> None:
+    # Equal, not byte-identical: marshal marks shared objects by reference count.
+    items = list(simulated_delegation())
+    original = _observed(items[:12])
+    again = HarnessAguiObserver.restore(HarnessAguiObserver.restore(original.checkpoint()).checkpoint())
+    assert again.state == original.state
+    assert cp.inspect(again.checkpoint()) == cp.inspect(original.checkpoint())
+
+
+def test_a_large_restored_log_is_decoded_only_when_read() -> None:
+    builder = SourceBuilder("thread-long", "run-long").user("go").request()
+    items = builder.text(0, [f"w{i} " for i in range(6000)]).completed("done").items
+    original = _observed(items[:-1])
+    assert original.event_count > 4096  # at least one sealed block
+    restored = HarnessAguiObserver.restore(original.checkpoint())
+    blocks = restored.state.events._blocks
+    assert "0 of" in repr(blocks)
+    assert restored.observe(items[-1]) == original.observe(items[-1])
+    assert "0 of" in repr(restored.state.events._blocks)
+    assert restored.snapshot() == original.snapshot()
+    assert restored.state.events == original.state.events
+
+
+# -- refused checkpoints ---------------------------------------------------------------------
+
+def _checkpoint(**kwargs: Any) -> tuple[list[Any], bytes]:
+    items = list(simulated_delegation())
+    identity = kwargs.pop("processor_identity", None)
+    key = kwargs.pop("key", None)
+    return items, _observed(items[:10], **kwargs).checkpoint(processor_identity=identity, key=key)
+
+
+def _assert_refused(data: Any, problem: str | None = None, **kwargs: Any) -> CheckpointError:
+    with pytest.raises(CheckpointError) as restore_error:
+        HarnessAguiObserver.restore(data, **kwargs)
+    observer = HarnessAguiObserver(processor=kwargs.get("processor"))
+    with pytest.raises(CheckpointError) as resume_error:
+        asyncio.run(observer.resume([], checkpoint=data, **{k: v for k, v in kwargs.items() if k != "processor"}))
+    assert observer.is_fresh and observer.event_count == 0 and observer.run_id is None
+    assert restore_error.value.problem == resume_error.value.problem
+    if problem is not None:
+        assert restore_error.value.problem == problem, restore_error.value
+    assert isinstance(restore_error.value, AguiObservationError)
+    return restore_error.value
+
+
+@given(st.data())
+def test_a_checkpoint_with_any_byte_changed_is_refused_and_nothing_changes(data: st.DataObject) -> None:
+    _, good = _checkpoint()
+    at = data.draw(st.integers(0, len(good) - 1))
+    flip = data.draw(st.integers(1, 255))
+    bad = bytearray(good)
+    bad[at] ^= flip
+    _assert_refused(bytes(bad))
+
+
+@given(st.data())
+def test_a_truncated_or_extended_checkpoint_is_refused(data: st.DataObject) -> None:
+    _, good = _checkpoint()
+    cut = data.draw(st.integers(0, len(good) - 1))
+    _assert_refused(good[:cut])
+    _assert_refused(good + data.draw(st.binary(min_size=1, max_size=40)))
+
+
+def test_a_checkpoint_of_another_run_is_refused() -> None:
+    _, data = _checkpoint()
+    error = _assert_refused(data, "foreign", run_id="run-other")
+    assert "run-other" in str(error)
+
+
+def test_a_checkpoint_written_under_another_processor_is_refused() -> None:
+    def keep(item: Any, event: Any) -> Any:
+        return event
+
+    _, data = _checkpoint(processor=keep, processor_identity="v1")
+    _assert_refused(data, "processor", processor=keep, processor_identity="v2")
+    _assert_refused(data, "processor")  # no processor now
+    _, plain = _checkpoint()
+    _assert_refused(plain, "processor", processor=keep, processor_identity="v1")
+    assert HarnessAguiObserver.restore(data, processor=keep, processor_identity="v1").run_id == "run-root"
+
+
+def test_a_processor_without_an_identity_can_neither_write_nor_read_a_checkpoint() -> None:
+    items, data = _checkpoint()
+    observer = _observed(items[:3], processor=lambda item, event: event)
+    with pytest.raises(ValueError, match="processor_identity"):
+        observer.checkpoint()
+    with pytest.raises(ValueError, match="processor_identity"):
+        HarnessAguiObserver.restore(data, processor=lambda item, event: event)
+    fresh = HarnessAguiObserver(processor=lambda item, event: event)
+    with pytest.raises(ValueError):
+        asyncio.run(fresh.resume([], checkpoint=data))
+    assert fresh.is_fresh
+
+
+def test_a_keyed_checkpoint_needs_its_key() -> None:
+    _, data = _checkpoint(key=b"host secret")
+    assert cp.inspect(data).digest == "hmac-sha256"
+    _assert_refused(data, "corrupt")
+    _assert_refused(data, "corrupt", key=b"other secret")
+    assert HarnessAguiObserver.restore(data, key=b"host secret").run_id == "run-root"
+    _, plain = _checkpoint()
+    _assert_refused(plain, "corrupt", key=b"host secret")
+
+
+def _resealed(data: bytes, change: Any) -> bytes:
+    """``data`` with its header changed by ``change`` and a valid checksum."""
+    at = len(cp.MAGIC)
+    n = int.from_bytes(data[at:at + 4], "big")
+    header = json.loads(data[at + 4:at + 4 + n])
+    change(header)
+    head = json.dumps(header, separators=(",", ":")).encode()
+    body = data[:at] + len(head).to_bytes(4, "big") + head + data[at + 4 + n:-4]
+    return body + zlib.crc32(body).to_bytes(4, "big")
+
+
+def test_a_checkpoint_of_another_format_library_or_python_version_is_refused() -> None:
+    _, data = _checkpoint()
+    _assert_refused(_resealed(data, lambda h: h.update(format=cp.FORMAT + 1)), "version")
+    _assert_refused(_resealed(data, lambda h: h.update(library="0.0.1")), "version")
+    _assert_refused(_resealed(data, lambda h: h.update(python="2.7")), "version")
+    _assert_refused(_resealed(data, lambda h: h.update(last_sequence=99)), "corrupt")
+    assert HarnessAguiObserver.restore(_resealed(data, lambda h: None)).state is not None
+
+
+def test_a_checkpoint_that_would_unpickle_anything_else_is_refused() -> None:
+    _, data = _checkpoint()
+    evil = pickle.dumps(print)  # any global outside the library's core and pyrsistent
+
+    def swap_state(header: dict[str, Any]) -> None:
+        header["sections"][0] = len(evil)
+
+    at = len(cp.MAGIC)
+    n = int.from_bytes(data[at:at + 4], "big")
+    first = json.loads(data[at + 4:at + 4 + n])["sections"][0]
+    rest = data[at + 4 + n + first:-4]
+    header = json.loads(data[at + 4:at + 4 + n])
+    swap_state(header)
+    head = json.dumps(header, separators=(",", ":")).encode()
+    body = data[:at] + len(head).to_bytes(4, "big") + head + evil + rest
+    error = _assert_refused(body + zlib.crc32(body).to_bytes(4, "big"), "corrupt")
+    assert "builtins" in str(error)
+
+
+def test_something_that_is_not_a_checkpoint_is_refused() -> None:
+    _assert_refused(b"", "format")
+    _assert_refused(b'{"v":1,"kind":"event"}\n', "format")
+    with pytest.raises(TypeError):
+        HarnessAguiObserver.restore("a string")  # type: ignore[arg-type]
+
+
+def test_a_live_only_checkpoint_cannot_restore_an_observer_that_retains_events() -> None:
+    items = list(simulated_delegation())
+    live = _observed(items[:10], retain_events=False)
+    data = live.checkpoint()
+    assert not cp.inspect(data).retained
+    with pytest.raises(CheckpointError) as error:
+        HarnessAguiObserver.restore(data, retain_events=True)
+    assert error.value.problem == "mode"
+    retained = HarnessAguiObserver()
+    with pytest.raises(CheckpointError):
+        asyncio.run(retained.resume([], checkpoint=data))
+    assert retained.is_fresh
+    untracked = HarnessAguiObserver.restore(data)
+    assert not untracked.tracks_messages
+    with pytest.raises(CheckpointError):
+        HarnessAguiObserver.restore(data, track_messages=True)
+
+
+# -- the resume gate ---------------------------------------------------------------------
+
+def test_resume_from_a_checkpoint_needs_a_fresh_observer() -> None:
+    items, data = _checkpoint()
+    observer = _observed(items[:1])
+    before = observer.state
+    with pytest.raises(AguiObservationError, match="fresh"):
+        asyncio.run(observer.resume(items[10:], checkpoint=data))
+    assert observer.state is before
+    restored = HarnessAguiObserver.restore(data)
+    with pytest.raises(AguiObservationError, match="fresh"):
+        asyncio.run(restored.resume([], checkpoint=data))
+
+
+def test_a_gap_after_the_checkpoint_fails_the_resume_and_leaves_the_observer_fresh() -> None:
+    items, data = _checkpoint()
+    observer = HarnessAguiObserver()
+    with pytest.raises(SequenceGapError):
+        asyncio.run(observer.resume(items[11:], checkpoint=data))
+    assert observer.is_fresh
+    asyncio.run(observer.resume(items[10:], checkpoint=data))  # the Host retries with the right tail
+    assert observer.state == _observed(items).state
+
+
+def test_a_failing_history_after_a_checkpoint_leaves_the_observer_fresh() -> None:
+    items, data = _checkpoint()
+
+    def broken() -> Any:
+        yield from items[10:12]
+        raise OSError("journal gone")
+
+    observer = HarnessAguiObserver()
+    with pytest.raises(OSError):
+        asyncio.run(observer.resume(broken(), checkpoint=data))
+    assert observer.is_fresh and observer.event_count == 0
+
+
+def test_a_fresh_observer_has_nothing_to_checkpoint() -> None:
+    with pytest.raises(ValueError):
+        HarnessAguiObserver().checkpoint()
+
+
+# -- the Host kit's checkpoint store ---------------------------------------------------------------
+
+def _journal_with(path: Any, items: list[Any]) -> Any:
+    from harness_agui.host import SqliteSourceJournal
+
+    journal = SqliteSourceJournal(path, synchronous="OFF")
+    for item in items:
+        journal.append(item, root_run_id=items[0].run_id)
+    return journal
+
+
+def test_the_store_keeps_the_latest_checkpoints_of_each_run(tmp_path: Any) -> None:
+    from harness_agui.host.checkpoints import SqliteCheckpointStore
+
+    items = list(simulated_delegation())
+    with SqliteCheckpointStore(tmp_path / "run.db", every=4, keep=2) as store:
+        observer = HarnessAguiObserver()
+        written = []
+        for item in items:
+            observer.observe(item)
+            stored = store.offer("run-root", observer)
+            if stored is not None:
+                written.append(stored.position)
+        assert written == list(range(3, len(items), 4))
+        assert store.positions("run-root") == written[::-1][:2]
+        latest = store.latest("run-root")
+        assert latest is not None and latest.position == written[-1]
+        assert HarnessAguiObserver.restore(latest.data).event_count == latest.event_count
+        assert store.latest("run-root", through=written[-1] - 1) is not None
+        assert store.latest("run-other") is None
+        with pytest.raises(CheckpointError):
+            store.save("run-other", latest.data)
+        store.discard("run-root")
+        assert store.positions("run-root") == []
+
+
+@given(st.data())
+def test_resume_from_the_latest_checkpoint_equals_a_full_resume(tmp_path_factory: Any, data: st.DataObject) -> None:
+    from harness_agui.host.checkpoints import SqliteCheckpointStore, resume_from_checkpoint
+
+    items = list(simulated_delegation())
+    path = tmp_path_factory.mktemp("cp") / "run.db"
+    journal = _journal_with(path, items)
+    every = data.draw(st.integers(1, 10))
+    through = data.draw(st.integers(0, len(items) - 1))
+    with SqliteCheckpointStore(path, every=every) as store:
+        writer = HarnessAguiObserver()
+        for item in items[:through + 1]:
+            writer.observe(item)
+            store.offer("run-root", writer)
+        observer = HarnessAguiObserver()
+        used = asyncio.run(resume_from_checkpoint(observer, store, journal, "run-root", through=through))
+        newest = max(store.positions("run-root"), default=None)
+        assert (used and used.position) == newest
+        if used is not None:
+            assert observer.snapshot()[:used.event_count] == HarnessAguiObserver.restore(used.data).snapshot()
+        assert observer.state == writer.state
+    journal.close()
+
+
+def test_a_damaged_or_unusable_checkpoint_falls_back_to_an_older_one_then_to_the_journal(tmp_path: Any) -> None:
+    import sqlite3
+
+    from harness_agui.host.checkpoints import CHECKPOINTS, SqliteCheckpointStore, resume_from_checkpoint
+
+    items = list(simulated_delegation())
+    path = tmp_path / "run.db"
+    journal = _journal_with(path, items)
+    through = len(items) - 1
+    full = _observed(items)
+    with SqliteCheckpointStore(path, every=5, keep=3) as store:
+        writer = HarnessAguiObserver()
+        for item in items:
+            writer.observe(item)
+            store.offer("run-root", writer)
+        newest, older, *_ = store.positions("run-root")
+        conn = sqlite3.connect(path)
+        conn.execute(f"UPDATE {CHECKPOINTS.name} SET data = 'AAAA' WHERE position = ?", (newest,))
+        conn.commit()
+        observer = HarnessAguiObserver()
+        used = asyncio.run(resume_from_checkpoint(observer, store, journal, "run-root", through=through))
+        assert used is not None and used.position == older
+        assert observer.state == full.state
+        # A processor identity none of them was written under: the full history.
+        keep = HarnessAguiObserver(processor=lambda item, event: event)
+        used = asyncio.run(resume_from_checkpoint(keep, store, journal, "run-root", through=through,
+                                                  processor_identity="v9"))
+        assert used is None and keep.event_count == full.event_count
+        conn.close()
+    journal.close()

@@ -1,0 +1,41 @@
+"""Two ``harness-agui serve --demo --database postgresql://...`` processes on two ports share one
+PostgreSQL database: a Run started through one is followed to its end through the other, every event
+once and in order, with the ids the first one streamed."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import httpx
+from pg_server import fresh_database
+from test_serve import RUN, THREAD, Server, events_url, frames, free_port, projection, run_input
+
+
+def demo_server(database: str, port: int, log: Path) -> Server:
+    return Server([sys.executable, "-m", "harness_agui", "serve", "--demo", "--database", database, "--port",
+                   str(port), "--pace", "0.01"], port, log)
+
+
+def test_a_run_started_through_one_server_is_followed_to_its_end_through_the_other(tmp_path: Path) -> None:
+    database = fresh_database("serve")
+    one = demo_server(database, free_port(), tmp_path / "one.log")
+    two = demo_server(database, free_port(), tmp_path / "two.log")
+    try:
+        with httpx.Client(timeout=10) as client:
+            with client.stream("POST", f"{one.base}/runs", json=run_input()) as response:
+                assert response.status_code == 200
+                first = next(f for f in frames(response) if "data" in f)  # the Run is under way on one
+            with client.stream("GET", events_url(two, THREAD, RUN)) as response:
+                assert response.status_code == 200
+                followed = [f for f in frames(response) if "data" in f]  # to the terminal event: then it ends
+            with client.stream("GET", events_url(one, THREAD, RUN)) as response:
+                replayed = [f for f in frames(response) if "data" in f]
+    finally:
+        one.kill()
+        two.kill()
+    assert [f["data"] for f in followed] == projection()
+    assert json.loads(followed[-1]["data"])["type"] == "RUN_FINISHED"
+    assert followed[0] == first and [f["id"] for f in followed] == [f["id"] for f in replayed]
+    assert [int(f["id"].split(".")[0]) for f in followed] == list(range(1, len(followed) + 1))
