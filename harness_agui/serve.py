@@ -45,6 +45,13 @@
 # with the catch-up's id continues after it. Runs projected elsewhere, and
 # ended Runs, are replayed from the log.
 #
+# Many servers, one PostgreSQL database. Each Run is driven (ingest and
+# projection) under a lease (``host.postgres``): a POSTed Run by the server
+# that got the POST, through the delivery log fenced by its lease. Each
+# server runs a ``Worker`` that takes the Runs whose lease is free (their
+# server died, or hung past ``lease_ttl``), re-attaches their Harness and
+# projects the rest; any server follows any Run from the shared log.
+#
 # Every storage call runs in a worker thread (``asyncio.to_thread``, here and
 # in ``project_run``), so an fsync never stalls the event loop.
 
@@ -84,7 +91,7 @@ from .host.errors import (
     UnknownEventIdError,
 )
 from .host.projector import project_run
-from .host.stores import open_stores
+from .host.stores import is_postgres_url, open_stores
 from .wire.agui import agui_to_json
 
 __all__ = [
@@ -144,11 +151,13 @@ class _Signal:
 
 
 class _Run:
-    """A Run driven by this process: its Thread, its task, its followers' signal."""
+    """A Run driven by this process: its Thread, its task, its followers' signal, the log it records
+    through (the delivery log, or on PostgreSQL the log fenced by this process's lease on the Run)."""
 
-    def __init__(self, run_id: str, thread_id: str) -> None:
+    def __init__(self, run_id: str, thread_id: str, deliveries: Any) -> None:
         self.run_id = run_id
         self.thread_id = thread_id
+        self.deliveries = deliveries
         self.signal = _Signal()
         self.task: asyncio.Task[None] | None = None
         self.observer: HarnessAguiObserver | None = None  # the projector's, once it runs
@@ -174,7 +183,9 @@ class AguiServer:
     survives a crash of the process, and costs much less per item), or a
     ``postgresql://`` URL (the ``postgres`` extra), so that several server
     processes on one PostgreSQL database serve the same Runs: a Run started
-    through one can be followed through any other. ``processor`` is
+    through one can be followed through any other, and is taken over by
+    another when its server dies (``lease_ttl``: how long a Run's lease
+    lasts unrenewed, so how long a hung server keeps its Runs). ``processor`` is
     passed to ``project_run``. ``reattach`` (see ``Reattach``) lets start-up
     recovery reconnect unfinished Runs to their Harness; without it a
     recovered Run is projected from what the journal holds and what anyone
@@ -207,7 +218,7 @@ class AguiServer:
                  synchronous: str = "FULL", processor: Processor | None = None, reattach: Reattach | None = None,
                  runs_path: str = "/runs", events_path: str = "/threads/{thread_id}/runs/{run_id}/events",
                  keepalive: float = 15.0, retry: float = 3.0, poll_interval: float = 0.05,
-                 recover: bool = True, catch_up_after: int | None = 1000) -> None:
+                 recover: bool = True, catch_up_after: int | None = 1000, lease_ttl: float = 10.0) -> None:
         if not callable(runner):
             raise TypeError(f"runner must be an async callable, not {type(runner).__name__}")
         for name, value in (("keepalive", keepalive), ("retry", retry), ("poll_interval", poll_interval)):
@@ -218,11 +229,21 @@ class AguiServer:
             raise ValueError(f"catch_up_after must be an int >= 0 or None, not {catch_up_after!r}")
         if "{thread_id}" not in events_path or "{run_id}" not in events_path:
             raise ValueError(f"events_path must hold {{thread_id}} and {{run_id}}: {events_path!r}")
+        self._leases: Any = None
         if database is not None:
             if journal is not None or deliveries is not None:
                 raise ValueError("give either database or journal and deliveries, not both")
             journal, deliveries = open_stores(database, synchronous=synchronous, poll_interval=poll_interval)
             self._owned = True
+            if is_postgres_url(database):
+                from .host.postgres import PostgresLeases
+
+                try:
+                    self._leases = PostgresLeases(os.fspath(database), ttl=lease_ttl)
+                except BaseException:
+                    journal.close()
+                    deliveries.close()
+                    raise
         elif journal is None or deliveries is None:
             raise ValueError("a database path, or both a journal and a delivery log, are needed")
         else:
@@ -238,6 +259,9 @@ class AguiServer:
         self._recover = recover
         self._catch_up_after = catch_up_after
         self._runs: dict[str, _Run] = {}
+        self._sources: dict[str, AsyncIterable[HarnessStreamEvent]] = {}  # POSTed Runs awaiting their lease
+        self._worker: Any = None
+        self._worker_task: asyncio.Task[None] | None = None
         self.app = Starlette(routes=[Route(runs_path, self._post_run, methods=["POST"]),
                                      Route(events_path, self._get_events, methods=["GET"])],
                              lifespan=self._lifespan)
@@ -258,7 +282,19 @@ class AguiServer:
 
     async def start(self) -> tuple[str, ...]:
         """Resume every unfinished Run of the database as a background task (unless ``recover=False``).
-        Returns their run ids. Raises what the stores raise for a damaged file."""
+        Returns their run ids. Raises what the stores raise for a damaged file.
+
+        On PostgreSQL, a ``host.postgres.Worker`` does it instead, and goes on doing it: it takes every
+        Run whose lease is free (its server died, or hung past ``lease_ttl``), re-attaches its Harness
+        (``reattach``) and projects it; nothing is returned, as that happens in the background."""
+        if self._leases is not None:
+            from .host.postgres import Worker
+
+            self._worker = Worker(self.journal, self.deliveries, self._leases, drive=self._drive_leased,
+                                  scan_interval=max(self._poll, 0.2))
+            if self._recover:
+                self._worker_task = asyncio.create_task(self._worker.run(), name="harness-agui lease worker")
+            return ()
         if not self._recover:
             return ()
         resumed = []
@@ -281,12 +317,16 @@ class AguiServer:
     async def stop(self) -> None:
         """Cancel every background task (the stores stay whole) and close the stores opened here."""
         tasks = [r.task for r in self._runs.values() if r.task is not None and not r.task.done()]
+        if self._worker_task is not None:
+            tasks.append(self._worker_task)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         if self._owned:
             self.journal.close()
             self.deliveries.close()
+            if self._leases is not None:
+                self._leases.close()
 
     async def wait(self, run_id: str) -> None:
         """Wait until this process's task for the Run has ended (at once if there is none)."""
@@ -297,10 +337,51 @@ class AguiServer:
     # -- driving a Run -----------------------------------------------------------------------
 
     def _launch(self, run_id: str, thread_id: str, source: AsyncIterable[HarnessStreamEvent] | None) -> _Run:
-        run = _Run(run_id, thread_id)
+        run = _Run(run_id, thread_id, self.deliveries)
         self._runs[run_id] = run
-        run.task = asyncio.create_task(self._drive(run, source), name=f"harness-agui run {run_id}")
+        if self._worker is None:
+            run.task = asyncio.create_task(self._drive(run, source), name=f"harness-agui run {run_id}")
+        else:  # PostgreSQL: the Run is driven under this process's lease on it
+            if source is not None:
+                self._sources[run_id] = source
+            asyncio.create_task(self._lease_posted(run), name=f"harness-agui lease {run_id}")
         return run
+
+    async def _lease_posted(self, run: _Run) -> None:
+        # Take the lease of a Run POSTed here and drive it (``_drive_leased``); if another process holds
+        # it (the same Run POSTed there first), that one drives it and this one only serves the log.
+        try:
+            await self._worker.project(run.run_id)
+        except Exception:
+            log.exception("run %r: could not drive the run under a lease", run.run_id)
+        finally:
+            source = self._sources.pop(run.run_id, None)
+            close = getattr(source, "aclose", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    await close()
+            if self._runs.get(run.run_id) is run and run.task is None:
+                del self._runs[run.run_id]
+            run.signal.notify()
+
+    async def _drive_leased(self, run_id: str, fenced: Any) -> None:
+        # Called by the Worker with this process's lease on the Run and the log fenced by it: a Run
+        # POSTed here (its runner's stream), or one taken over (re-attached to its Harness, if it can be).
+        source = self._sources.pop(run_id, None)
+        run = self._runs.get(run_id)
+        thread_id = run.thread_id if run is not None else await self._stored_thread(run_id)
+        if thread_id is None:
+            return
+        if source is None and self._reattach is not None and not await asyncio.to_thread(self.journal.finished,
+                                                                                            run_id):
+            cursor = await asyncio.to_thread(self.journal.cursor, run_id)
+            source = _items(self._reattach, thread_id, run_id, cursor)
+        if run is None or run.task is not None:
+            run = _Run(run_id, thread_id, fenced)
+            self._runs[run_id] = run
+        run.deliveries = fenced
+        run.task = asyncio.current_task()
+        await self._drive(run, source)
 
     async def _drive(self, run: _Run, source: AsyncIterable[HarnessStreamEvent] | None) -> None:
         projector = asyncio.create_task(self._project(run), name=f"harness-agui projector {run.run_id}")
@@ -369,7 +450,7 @@ class AguiServer:
     async def _project(self, run: _Run) -> None:
         try:
             run.observer = HarnessAguiObserver(self._processor)
-            await project_run(run.run_id, self.journal, self.deliveries, observer=run.observer,
+            await project_run(run.run_id, self.journal, run.deliveries, observer=run.observer,
                               publish=lambda _: run.signal.notify(), poll_interval=self._poll)
         except asyncio.CancelledError:
             raise
@@ -402,7 +483,7 @@ class AguiServer:
         for _ in range(20):
             cursor = await asyncio.to_thread(self.deliveries.cursor, run.run_id)
             try:
-                await asyncio.to_thread(self.deliveries.fail, run.run_id, event, expected_cursor=cursor,
+                await asyncio.to_thread(run.deliveries.fail, run.run_id, event, expected_cursor=cursor,
                                         thread_id=run.thread_id)
             except ProjectorConflictError:
                 # A record cancelled with its projector may still commit in its thread: read again.

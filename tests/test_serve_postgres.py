@@ -39,3 +39,32 @@ def test_a_run_started_through_one_server_is_followed_to_its_end_through_the_oth
     assert json.loads(followed[-1]["data"])["type"] == "RUN_FINISHED"
     assert followed[0] == first and [f["id"] for f in followed] == [f["id"] for f in replayed]
     assert [int(f["id"].split(".")[0]) for f in followed] == list(range(1, len(followed) + 1))
+
+
+def test_a_server_killed_mid_run_is_taken_over_by_the_other_and_a_client_reconnecting_there_gets_the_rest(
+        tmp_path: Path) -> None:
+    database = fresh_database("takeover")
+    one = Server([sys.executable, "-m", "harness_agui", "serve", "--demo", "--database", database, "--port",
+                  str(port_one := free_port()), "--pace", "0.05"], port_one, tmp_path / "one.log")
+    two = demo_server(database, free_port(), tmp_path / "two.log")
+    try:
+        with httpx.Client(timeout=20) as client:
+            seen = []
+            with client.stream("POST", f"{one.base}/runs", json=run_input()) as response:
+                for frame in frames(response):
+                    if "data" in frame:
+                        seen.append(frame)
+                    if len(seen) == 10:
+                        one.kill()  # mid-run: its lease goes with its database session
+                        break
+            headers = {"Last-Event-ID": seen[-1]["id"]}
+            with client.stream("GET", events_url(two, THREAD, RUN), headers=headers) as response:
+                assert response.status_code == 200
+                rest = [f for f in frames(response) if "data" in f]  # to the terminal event
+    finally:
+        one.kill()
+        two.kill()
+    everything = seen + rest
+    assert [f["data"] for f in everything] == projection()
+    assert [int(f["id"].split(".")[0]) for f in everything] == list(range(1, len(everything) + 1))
+    assert json.loads(rest[-1]["data"])["type"] == "RUN_FINISHED"
