@@ -170,50 +170,15 @@ def record_json(record: Record) -> str:
 
 def records_json(records: Iterable[Record]) -> list[str]:
     """``record_json`` of each record, in order."""
-    frames = _FRAMES
-    search = _SURROGATE.search
-    out: list[str] = []
-    append = out.append
-    for record in records:
-        frame = frames[record[0]]
-        try:
-            text = None if frame is None else frame(record)
-        except TypeError:
-            text = None
-        if text is None or (not text.isascii() and search(text) is not None):
-            text = _slow(record)
-        append(text)
-    return out
+    return [record_json(record) for record in records]
 
 
 def encode_records(records: Sequence[Record]) -> tuple[EncodedEvent, ...]:
     """An ``EncodedEvent`` (type name and ``record_json``) per record, in order."""
-    frames = _FRAMES
-    search = _SURROGATE.search
     if len(records) == 1:  # most items make one event
         record = records[0]
-        tag = record[0]
-        try:
-            text = frames[tag](record)  # a kind without a frame raises TypeError too
-        except TypeError:
-            text = None
-        if text is None or (not text.isascii() and search(text) is not None):
-            text = _slow(record)
-        return (_new_encoded(EncodedEvent, (_TYPES[tag], text)),)
-    types = _TYPES
-    new = _new_encoded
-    out: list[EncodedEvent] = []
-    append = out.append
-    for record in records:
-        tag = record[0]
-        try:
-            text = frames[tag](record)
-        except TypeError:
-            text = None
-        if text is None or (not text.isascii() and search(text) is not None):
-            text = _slow(record)
-        append(new(EncodedEvent, (types[tag], text)))
-    return tuple(out)
+        return (_new_encoded(EncodedEvent, (_TYPES[record[0]], record_json(record))),)
+    return tuple(encoded(records))
 
 
 def encoded(events: EventLog | Iterable[Record]) -> Iterator[EncodedEvent]:
@@ -221,20 +186,9 @@ def encoded(events: EventLog | Iterable[Record]) -> Iterator[EncodedEvent]:
     slice of it) or of records: what a Host that checks or re-sends its
     delivered events compares and writes."""
     records = events.records if isinstance(events, EventLog) else events
-    frames = _FRAMES
-    types = _TYPES
-    search = _SURROGATE.search
-    new = _new_encoded
+    types, new = _TYPES, _new_encoded
     for record in records:
-        tag = record[0]
-        frame = frames[tag]
-        try:
-            text = None if frame is None else frame(record)
-        except TypeError:
-            text = None
-        if text is None or (not text.isascii() and search(text) is not None):
-            text = _slow(record)
-        yield new(EncodedEvent, (types[tag], text))
+        yield new(EncodedEvent, (types[record[0]], record_json(record)))
 
 
 # -- events ------------------------------------------------------------------------------------
