@@ -482,7 +482,7 @@ class SqliteDeliveryLog:
         start = parse_last_event_id(after, run_id=run_id)
         with self._db.read(EVENTS, f"the events of run {run_id!r} after {start}") as conn:
             head = self._head(conn, run_id)
-            last = self._known(run_id, head, start, after)
+            last = check_known_id(run_id, 0 if head is None else head.last_event_id, start, after)
             rows = conn.execute(f"SELECT {EVENTS.select} FROM {EVENTS.name} WHERE run_id = ? AND event_id > ? "
                                 "ORDER BY event_id", (run_id, start)).fetchall()
         return tuple(self._deliveries(run_id, start, rows, last, to_the_end=True))
@@ -516,7 +516,7 @@ class SqliteDeliveryLog:
         a stream.
         """
         deliveries = self.follow(run_id, after=last_event_id, poll_interval=poll_interval)
-        return _frames(deliveries)
+        return sse_frames(deliveries)
 
     def close(self) -> None:
         """Close every connection; later calls raise ValueError. Closing twice is harmless."""
@@ -563,14 +563,6 @@ class SqliteDeliveryLog:
         with self._db.read(RUNS, f"the delivery row of run {run_id!r}") as conn:
             return self._head(conn, run_id)
 
-    @staticmethod
-    def _known(run_id: str, head: _Head | None, after: int, asked: str | int | None) -> int:
-        last = 0 if head is None else head.last_event_id
-        if after > last:
-            raise UnknownEventIdError(run_id=run_id, event_id=asked if asked is not None else after,
-                                      last_event_id=last)
-        return last
-
     def _deliveries(self, run_id: str, after: int, rows: list[Any], last: int, *, to_the_end: bool,
                     ) -> list[Delivery]:
         # Rows of ids after+1, after+2, ... (and, read to the end, through ``last``), or DamagedStoreError.
@@ -596,7 +588,9 @@ class SqliteDeliveryLog:
               ) -> tuple[list[Delivery], bool, int]:
         with self._db.read(EVENTS, f"the events of run {run_id!r} after {after}") as conn:
             head = self._head(conn, run_id)
-            last = self._known(run_id, head, after, asked) if check else (0 if head is None else head.last_event_id)
+            last = 0 if head is None else head.last_event_id
+            if check:
+                check_known_id(run_id, last, after, asked)
             rows = conn.execute(f"SELECT {EVENTS.select} FROM {EVENTS.name} WHERE run_id = ? AND event_id > ? "
                                 "ORDER BY event_id LIMIT ?", (run_id, after, _PAGE)).fetchall()
         deliveries = self._deliveries(run_id, after, rows, last, to_the_end=len(rows) < _PAGE)
@@ -617,6 +611,16 @@ class SqliteDeliveryLog:
                 await asyncio.sleep(interval)
 
 
-async def _frames(deliveries: AsyncIterator[Delivery]) -> AsyncIterator[str]:
+def check_known_id(run_id: str, last: int, after: int, asked: str | int | None) -> int:
+    """``last``, the Run's last event id, once ``after`` (parsed from ``asked``) is known to be at most
+    that; else UnknownEventIdError. Shared by the delivery logs of both backends."""
+    if after > last:
+        raise UnknownEventIdError(run_id=run_id, event_id=asked if asked is not None else after,
+                                  last_event_id=last)
+    return last
+
+
+async def sse_frames(deliveries: AsyncIterator[Delivery]) -> AsyncIterator[str]:
+    """The SSE frame of each delivery (``Delivery.sse``). Shared by the delivery logs of both backends."""
     async for delivery in deliveries:
         yield delivery.sse()

@@ -44,8 +44,8 @@ from ...core.history import HistoryCursor, StreamCursor, advance_stream
 from ...core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
 from ...wire.agui import agui_to_json
 from ..checks import Cursor
-from ..delivery import Delivery, parse_last_event_id
-from ..errors import DamagedStoreError, DeliveryOrderError, ProjectorConflictError, UnknownEventIdError
+from ..delivery import Delivery, check_known_id, parse_last_event_id, sse_frames
+from ..errors import DamagedStoreError, DeliveryOrderError, ProjectorConflictError
 from ._pg import DELIVERY_CHANNEL, LOCK_DELIVERY, Database, notify_key
 from .lease import LEASE_SCHEMA, LEASES, Lease, LeaseLostError
 
@@ -272,7 +272,7 @@ class PostgresDeliveryLog:
         start = parse_last_event_id(after, run_id=run_id)
         with self._db.read() as conn:
             head = self._head(conn, run_id)
-            last = _known(run_id, head, start, after)
+            last = check_known_id(run_id, 0 if head is None else head.last_event_id, start, after)
             rows = conn.execute(f"SELECT event_id, source_position, event_type, data FROM {EVENTS} WHERE run_id = %s "
                                 "AND event_id > %s ORDER BY event_id", (run_id, start)).fetchall()
         return tuple(self._deliveries(run_id, start, rows, last, to_the_end=True))
@@ -297,7 +297,7 @@ class PostgresDeliveryLog:
         """Server-Sent Events frames for a client that last saw ``last_event_id``: ``follow``, each
         delivery as its SSE frame. Raises as ``follow`` does."""
         deliveries = self.follow(run_id, after=last_event_id, poll_interval=poll_interval)
-        return _frames(deliveries)
+        return sse_frames(deliveries)
 
     def close(self) -> None:
         """Close every connection; later calls raise ValueError. Closing twice is harmless."""
@@ -343,7 +343,9 @@ class PostgresDeliveryLog:
               ) -> tuple[list[Delivery], bool, int]:
         with self._db.read() as conn:
             head = self._head(conn, run_id)
-            last = _known(run_id, head, after, asked) if check else (0 if head is None else head.last_event_id)
+            last = 0 if head is None else head.last_event_id
+            if check:
+                check_known_id(run_id, last, after, asked)
             rows = conn.execute(f"SELECT event_id, source_position, event_type, data FROM {EVENTS} WHERE run_id = %s "
                                 "AND event_id > %s ORDER BY event_id LIMIT %s", (run_id, after, _PAGE)).fetchall()
         deliveries = self._deliveries(run_id, after, rows, last, to_the_end=len(rows) < _PAGE)
@@ -408,15 +410,3 @@ def _check_lease(conn: Any, lease: Lease, root: str) -> None:
     if not row[2]:
         raise LeaseLostError(f"the lease of token {lease.token} expired before this write; nothing was written",
                              run_id=root)
-
-
-def _known(run_id: str, head: _Head | None, after: int, asked: str | int | None) -> int:
-    last = 0 if head is None else head.last_event_id
-    if after > last:
-        raise UnknownEventIdError(run_id=run_id, event_id=asked if asked is not None else after, last_event_id=last)
-    return last
-
-
-async def _frames(deliveries: AsyncIterator[Delivery]) -> AsyncIterator[str]:
-    async for delivery in deliveries:
-        yield delivery.sse()
