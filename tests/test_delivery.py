@@ -29,7 +29,7 @@ from harness_agui.host import (
     project_run,
 )
 from harness_agui.testing import SourceBuilder, simulated_run
-from harness_agui.wire.agui import agui_to_json
+from harness_agui.testing import projection_json as uninterrupted
 
 
 @pytest.fixture
@@ -57,8 +57,6 @@ def projected(items: list[HarnessStreamEvent], processor: Any = None) -> list[tu
     return [(item, observer.observe(item)) for item in items]
 
 
-def uninterrupted(items: list[HarnessStreamEvent]) -> list[str]:
-    return [agui_to_json(e) for _, events in projected(items) for e in events]
 
 
 async def collect(iterator: AsyncIterator[Any]) -> list[Any]:

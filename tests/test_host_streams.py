@@ -34,6 +34,7 @@ from harness_agui.host import (
 )
 from harness_agui.host._sqlite import checksum
 from harness_agui.testing import complete_delegating_histories, simulated_run
+from harness_agui.testing import projection_json as uninterrupted
 from harness_agui.wire.agui import agui_to_json
 from harness_agui.wire.codec import decode
 
@@ -201,11 +202,6 @@ def test_check_tail_from_a_stream_cursor_knows_each_runs_next_sequence(stream):
 
 # -- the delivery log and project_run ------------------------------------------------
 
-def uninterrupted(items: list[HarnessStreamEvent]) -> list[str]:
-    observer = HarnessAguiObserver()
-    for item in items:
-        observer.observe(item)
-    return [agui_to_json(e) for e in observer.snapshot()]
 
 
 def test_the_delivery_cursor_is_the_position_of_the_last_recorded_item(tmp_path, stream):

@@ -36,6 +36,7 @@ from harness_agui.host import (
 )
 from harness_agui.host._sqlite import checksum
 from harness_agui.testing import complete_delegating_histories, simulated_run
+from harness_agui.testing import projection_json as uninterrupted
 from harness_agui.testing.delegation import delegating_histories
 from harness_agui.wire.agui import agui_to_json
 from harness_agui.wire.codec import decode, encode
@@ -98,11 +99,6 @@ def interleaved(a: list[HarnessStreamEvent], b: list[HarnessStreamEvent],
     return out + a[i:] + b[j:]
 
 
-def uninterrupted(items: list[HarnessStreamEvent]) -> list[str]:
-    observer = HarnessAguiObserver()
-    for item in items:
-        observer.observe(item)
-    return [agui_to_json(e) for e in observer.snapshot()]
 
 
 def write_jsonl(path: Path, items: list[HarnessStreamEvent]) -> Path:

@@ -37,14 +37,12 @@ from harness_agui.host.postgres import (
     Worker,
 )
 from harness_agui.testing import SourceBuilder, simulated_run
+from harness_agui.testing import projection_json as uninterrupted
 from harness_agui.wire.agui import agui_to_json
 
 WORKER = Path(__file__).with_name("pg_worker.py")
 
 
-def uninterrupted(items: list[HarnessStreamEvent]) -> list[str]:
-    observer = HarnessAguiObserver()
-    return [agui_to_json(e) for item in items for e in observer.observe(item)]
 
 
 def a_run(run_id: str, rounds: int = 6) -> list[HarnessStreamEvent]:

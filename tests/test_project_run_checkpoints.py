@@ -14,6 +14,7 @@ import pytest
 from harness_agui import HarnessAguiObserver, HarnessStreamEvent
 from harness_agui.host import SqliteDeliveryLog, SqliteSourceJournal, project_run
 from harness_agui.host.checkpoints import SqliteCheckpointStore
+from harness_agui.testing import projection_json as uninterrupted
 from harness_agui.testing import simulated_run
 from harness_agui.wire.agui import agui_to_json
 from harness_agui.wire.codec import decode
@@ -21,11 +22,6 @@ from harness_agui.wire.codec import decode
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "a13n"
 
 
-def uninterrupted(items: list[HarnessStreamEvent]) -> list[str]:
-    observer = HarnessAguiObserver()
-    for item in items:
-        observer.observe(item)
-    return [agui_to_json(e) for e in observer.snapshot()]
 
 
 def stream_of(name: str) -> list[HarnessStreamEvent]:

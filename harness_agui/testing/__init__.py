@@ -15,9 +15,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .builder import DEMO_START, SourceBuilder, simulated_run
+from .builder import DEMO_START, SourceBuilder, projection_json, simulated_run
 
-__all__ = ["SourceBuilder", "simulated_run", "DEMO_START"]
+__all__ = ["SourceBuilder", "simulated_run", "projection_json", "DEMO_START"]
 
 
 # Names served lazily by ``testing.delegation`` (streams of delegating Runs);

@@ -10,6 +10,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..core._json import JSON
+from ..core.encode import encoded
+from ..core.observer import HarnessAguiObserver
+from ..core.reduce import Processor
 from ..core.source import (
     Deferred,
     DeferredToolCall,
@@ -167,3 +170,13 @@ def simulated_run(thread_id: str = "thread-demo", run_id: str = "run-demo") -> l
                      "12 °C is 53.6 °F."))
     b.completed("Take an umbrella; 12 °C is 53.6 °F.", input_tokens=812, output_tokens=96, reasoning_tokens=31)
     return b.items
+
+
+def projection_json(items: Sequence[HarnessStreamEvent], processor: Processor | None = None) -> list[str]:
+    """The AG-UI events of the uninterrupted projection of ``items`` (a fresh
+    observer, with ``processor``, observing each in turn), as the wire JSON a
+    Host publishes: what a resumed, restarted or served projection must equal."""
+    observer = HarnessAguiObserver(processor)
+    for item in items:
+        observer.observe(item)
+    return [event.json for event in encoded(observer.snapshot())]

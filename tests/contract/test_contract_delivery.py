@@ -31,6 +31,7 @@ from harness_agui.host import (
     project_run,
 )
 from harness_agui.testing import SourceBuilder, simulated_delegation, simulated_run
+from harness_agui.testing import projection_json as uninterrupted
 from harness_agui.wire.agui import agui_to_json
 
 
@@ -40,8 +41,6 @@ def projected(items: list[HarnessStreamEvent], processor: Any = None) -> list[tu
     return [(item, observer.observe(item)) for item in items]
 
 
-def uninterrupted(items: list[HarnessStreamEvent]) -> list[str]:
-    return [agui_to_json(e) for _, events in projected(items) for e in events]
 
 
 async def collect(iterator: AsyncIterator[Any]) -> list[Any]:
