@@ -182,3 +182,21 @@ def test_wire_helpers_take_events_and_encoded_events_alike() -> None:
     assert json_line(enc) == enc.json + "\n"
     with pytest.raises(ValueError):
         sse_frame(enc, event_id="1\ndata: x")
+
+
+# -- the compact JSON text every JSON field holds (core._json.dumps) ------------------------------
+
+@given(value=json_values(max_leaves=12))
+def test_the_compact_json_of_a_value_is_what_the_standard_library_writes(value: Any) -> None:
+    from harness_agui.core import _json
+    assert _json.dumps(value) == json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    assert _json.loads(_json.dumps(value)) == value
+
+
+def test_compact_json_refuses_what_is_not_json() -> None:
+    from harness_agui.core import _json
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        _json.dumps({"a": {1, 2}})
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        _json.dumps([float("nan")])
+    assert _json.dumps("caf\u00e9 \"q\"\n") == '"caf\u00e9 \\"q\\"\\n"'

@@ -88,11 +88,12 @@ def _omittable(info: Any) -> bool:
     return not info.is_required() and info.default is None
 
 
-def _frame_source(kind: Kind, fn: str) -> str | None:
+def _frame_source(kind: Kind, fn: str, wrapped: bool) -> str | None:
     """The source of a function ``fn(r)`` writing the JSON of a record of
-    ``kind``. It returns None, or raises TypeError, to send the record to the
-    slow path. None when no record of the kind can be written this way (a
-    nested model in a JSON field)."""
+    ``kind`` (``wrapped``: the EncodedEvent holding it, and None for text
+    with a lone surrogate). It returns None, or raises TypeError, to send the
+    record to the slow path. None when no record of the kind can be written
+    this way (a nested model in a JSON field)."""
     at = kind._at
     lines = [f"def {fn}(r):"]
     pieces: list[str] = []  # of the f-string the function returns
@@ -129,21 +130,37 @@ def _frame_source(kind: Kind, fn: str) -> str | None:
             pieces.append(f"{{v{i}}}")
         else:  # text
             pieces.append(literal("," + key + ":") + f"{{esc(r[{i}])}}")
-    lines.append("    return f'" + "".join(pieces) + "}}'")
-    return "\n".join(lines)
+    text = "f'" + "".join(pieces) + "}}'"
+    if not wrapped:
+        lines.append(f"    return {text}")
+        return "\n".join(lines)
+    lines.append(f"    t = {text}")
+    lines.append("    if t.isascii() or surrogate(t) is None:")
+    lines.append(f"        return new(EncodedEvent, ({kind.name!r}, t))")
+    lines.append("    return None")
+    # A value of another type than the kind declares raises TypeError: the slow path too.
+    return "\n".join([lines[0], "    try:", *("    " + line for line in lines[1:]), "    except TypeError:",
+                      "        return None"])
 
 
-def _compile(kind: Kind) -> Any:
-    fn = "frame_" + kind.tag.replace("@", "_at_")
-    source = _frame_source(kind, fn)
+def _no_frame(record: Record) -> None:
+    return None
+
+
+def _compile(kind: Kind, wrapped: bool) -> Any:
+    fn = ("encode_" if wrapped else "frame_") + kind.tag.replace("@", "_at_")
+    source = _frame_source(kind, fn, wrapped)
     if source is None:
-        return None
-    scope: dict[str, Any] = {"esc": _esc}
+        return _no_frame if wrapped else None
+    scope: dict[str, Any] = {"esc": _esc, "surrogate": _SURROGATE.search, "new": _new_encoded,
+                             "EncodedEvent": EncodedEvent}
     exec(compile(source, f"<harness_agui frame {kind.tag}>", "exec"), scope)  # noqa: S102
     return scope[fn]
 
 
-_FRAMES: dict[str, Any] = {tag: _compile(kind) for tag, kind in _BY_TAG.items()}
+_FRAMES: dict[str, Any] = {tag: _compile(kind, False) for tag, kind in _BY_TAG.items()}
+# The same frames returning the EncodedEvent, or None for the slow path (every kind has one).
+_ENCODERS: dict[str, Any] = {tag: _compile(kind, True) for tag, kind in _BY_TAG.items()}
 _TYPES: dict[str, str] = {tag: kind.name for tag, kind in _BY_TAG.items()}
 
 
@@ -173,12 +190,18 @@ def records_json(records: Iterable[Record]) -> list[str]:
     return [record_json(record) for record in records]
 
 
+def _encoded(record: Record) -> EncodedEvent:
+    event = _ENCODERS[record[0]](record)
+    return event if event is not None else _new_encoded(EncodedEvent, (_TYPES[record[0]], _slow(record)))
+
+
 def encode_records(records: Sequence[Record]) -> tuple[EncodedEvent, ...]:
     """An ``EncodedEvent`` (type name and ``record_json``) per record, in order."""
-    if len(records) == 1:  # most items make one event
-        record = records[0]
-        return (_new_encoded(EncodedEvent, (_TYPES[record[0]], record_json(record))),)
-    return tuple(encoded(records))
+    if len(records) == 1:  # most items make one event, usually by their kind's encoder
+        event = _ENCODERS[records[0][0]](records[0])
+        if event is not None:
+            return (event,)
+    return tuple(map(_encoded, records))
 
 
 def encoded(events: EventLog | Iterable[Record]) -> Iterator[EncodedEvent]:
@@ -186,9 +209,7 @@ def encoded(events: EventLog | Iterable[Record]) -> Iterator[EncodedEvent]:
     slice of it) or of records: what a Host that checks or re-sends its
     delivered events compares and writes."""
     records = events.records if isinstance(events, EventLog) else events
-    types, new = _TYPES, _new_encoded
-    for record in records:
-        yield new(EncodedEvent, (types[record[0]], record_json(record)))
+    return map(_encoded, records)
 
 
 # -- events ------------------------------------------------------------------------------------

@@ -55,8 +55,9 @@ def _get(node: tuple[Any, ...], key: str, h: int, default: Any) -> Any:
         shift += _BITS
 
 
-def _set(node: tuple[Any, ...], key: str, h: int, value: Any, shift: int) -> tuple[tuple[Any, ...], bool]:
-    """The node with ``key`` set, and whether the key is new."""
+def _set(node: tuple[Any, ...], key: str, h: int, value: Any, shift: int) -> tuple[tuple[Any, ...], bool] | None:
+    """The node with ``key`` set, and whether the key is new; None if ``key``
+    already maps to ``value`` (an equal one)."""
     i = (h >> shift) & _MASK
     slot = node[i]
     if slot is None:
@@ -64,6 +65,10 @@ def _set(node: tuple[Any, ...], key: str, h: int, value: Any, shift: int) -> tup
         added = True
     elif type(slot) is dict:
         added = key not in slot
+        if not added:
+            old = slot[key]
+            if old is value or old == value:
+                return None
         if not added or len(slot) < LEAF or shift >= _MAX_SHIFT:
             new = slot.copy()
             new[key] = value
@@ -71,11 +76,23 @@ def _set(node: tuple[Any, ...], key: str, h: int, value: Any, shift: int) -> tup
             new = _EMPTY_NODE
             deeper = shift + _BITS
             for k, v in slot.items():
-                new = _set(new, k, hash(k), v, deeper)[0]
-            new = _set(new, key, h, value, deeper)[0]
+                new = _set_new(new, k, hash(k), v, deeper)
+            new = _set_new(new, key, h, value, deeper)
     else:
-        new, added = _set(slot, key, h, value, shift + _BITS)
-    return node[:i] + (new,) + node[i + 1:], added
+        below = _set(slot, key, h, value, shift + _BITS)
+        if below is None:
+            return None
+        new, added = below
+    copy = list(node)  # a list and back: cheaper than slicing a 32-slot tuple around the slot
+    copy[i] = new
+    return tuple(copy), added
+
+
+def _set_new(node: tuple[Any, ...], key: str, h: int, value: Any, shift: int) -> tuple[Any, ...]:
+    """``_set`` of a key that is not in ``node``."""
+    done = _set(node, key, h, value, shift)
+    assert done is not None
+    return done[0]
 
 
 def _items(node: tuple[Any, ...]) -> Iterator[tuple[str, Any]]:
@@ -103,24 +120,20 @@ class IdMap(Mapping[str, V]):
         root, n = _EMPTY_NODE, 0
         pairs = items.items() if isinstance(items, Mapping) else items
         for key, value in pairs:
-            root, added = _set(root, key, hash(key), value, 0)
-            n += added
+            done = _set(root, key, hash(key), value, 0)
+            if done is not None:
+                root, added = done
+                n += added
         self._root, self._len = root, n
 
-    @classmethod
-    def _of(cls, root: tuple[Any, ...], n: int) -> Any:
-        new = object.__new__(cls)
-        new._root = root
-        new._len = n
-        return new
-
     def set(self, key: str, value: V) -> IdMap[V]:
-        h = hash(key)
-        old = _get(self._root, key, h, _MISSING)
-        if old is value or (old is not _MISSING and old == value):
+        done = _set(self._root, key, hash(key), value, 0)
+        if done is None:
             return self
-        root, added = _set(self._root, key, h, value, 0)
-        return IdMap._of(root, self._len + added)
+        new = object.__new__(IdMap)
+        new._root = done[0]
+        new._len = self._len + done[1]
+        return new
 
     def __getitem__(self, key: str) -> V:
         value = _get(self._root, key, hash(key), _MISSING)
@@ -177,16 +190,18 @@ class IdSet:
     def __init__(self, ids: Iterable[str] = ()) -> None:
         root, n = _EMPTY_NODE, 0
         for key in ids:
-            root, added = _set(root, key, hash(key), True, 0)
-            n += added
+            done = _set(root, key, hash(key), True, 0)
+            if done is not None:
+                root = done[0]
+                n += 1
         self._root, self._len = root, n
 
     def add(self, key: str) -> IdSet:
-        h = hash(key)
-        if _get(self._root, key, h, None) is not None:
+        done = _set(self._root, key, hash(key), True, 0)
+        if done is None:
             return self
         new = object.__new__(IdSet)
-        new._root = _set(self._root, key, h, True, 0)[0]
+        new._root = done[0]
         new._len = self._len + 1
         return new
 

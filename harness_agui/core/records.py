@@ -389,6 +389,7 @@ def build(record: Record) -> BaseEvent:
 # -- the log of a Run's records -----------------------------------------------------------------
 
 _CHUNK = 64
+_new_log = object.__new__
 _BLOCK = _CHUNK * _CHUNK
 Rows = tuple[Record, ...]
 
@@ -447,6 +448,12 @@ class RecordLog(Sequence[Record]):
 
     def append(self, record: Record) -> RecordLog:
         """A new log with ``record`` appended."""
+        if len(self._tail) < _CHUNK - 1:  # the reducer's case: _of(), written out, without a tuple of the record
+            log = _new_log(RecordLog)
+            log._blocks = self._blocks
+            log._chunks = self._chunks
+            log._tail = self._tail + (record,)
+            return log
         return self.extend((record,))
 
     def __len__(self) -> int:

@@ -673,7 +673,7 @@ class _RunCheck:
             self.cursor = advance(cursor, item)
         except SequenceGapError:
             # Counted once, from ``seen``, unless a later line fills it: step over it.
-            cursor = attrs.evolve(cursor, next_sequence=seq)
+            cursor = cursor._replace(next_sequence=seq)
             self.cursor = advance(cursor, item)
         except HistoryError as e:
             self._refused(line, seq, e, new)
