@@ -200,3 +200,8 @@ def test_compact_json_refuses_what_is_not_json() -> None:
     with pytest.raises(ValueError, match="not JSON compliant"):
         _json.dumps([float("nan")])
     assert _json.dumps("caf\u00e9 \"q\"\n") == '"caf\u00e9 \\"q\\"\\n"'
+    # and reads it back with one decoder, str or bytes, refusing NaN and Infinity either way
+    assert _json.loads('{"a":[1,2.5]}') == _json.loads(b'{"a":[1,2.5]}') == {"a": [1, 2.5]}
+    for bad in ("[NaN]", b"[-Infinity]"):
+        with pytest.raises(ValueError, match="is not a JSON value"):
+            _json.loads(bad)

@@ -59,9 +59,14 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
+_decoder = json.JSONDecoder(parse_constant=_reject_constant)  # json.loads builds one per call when given options
+
+
 def loads(text: str | bytes) -> Any:
     """Parse JSON text, refusing the NaN and Infinity extensions."""
-    return json.loads(text, parse_constant=_reject_constant)
+    if type(text) is not str:
+        return json.loads(text, parse_constant=_reject_constant)  # bytes: json.loads finds their encoding
+    return _decoder.decode(text)
 
 
 MAX_JSON_DEPTH = 128

@@ -166,6 +166,8 @@ _CHECKS: dict[str, Callable[[Any], bool]] = {
 # Field kinds whose value is one JSON type, and the exact Python type json.loads gives it; a value of
 # that exact type (bool is not int here) needs no further check. Anything else takes ``_field``.
 _EXACT: dict[str, type] = {"str": str, "int": int, "bool": bool, "object": dict, "array": list}
+# The same by JSON type name, for ``_Obj.req``.
+_EXACT_OF: dict[str, type] = {"string": str, "integer": int, "boolean": bool, "object": dict, "array": list}
 
 
 def _json_type(value: Any) -> str:
@@ -233,7 +235,7 @@ class _Obj:
         return None if value is None else _Obj(value, self._at(key), allowed)
 
     def _check(self, key: str, value: Any, types: tuple[str, ...]) -> Any:
-        if not types:
+        if not types or type(value) is _EXACT_OF[types[0]]:  # no check, or the exact type json.loads gives
             return value
         for t in types:
             if _CHECKS[t](value):
