@@ -348,27 +348,11 @@ class SqliteDeliveryLog:
         damaged, sqlite3 errors for storage failures. On any error nothing
         is written.
         """
-        if not isinstance(item, (HarnessEvent, HarnessRunResultEvent)):
-            raise TypeError(f"record() takes a Harness source item, not {type(item).__name__}")
-        if expected_cursor is not _Unchecked.UNCHECKED and expected_cursor is not None and (
-                not isinstance(expected_cursor, int) or isinstance(expected_cursor, bool)):
-            raise TypeError(f"expected_cursor is an int position or None, not {type(expected_cursor).__name__}")
-        if root_run_id is not None and (not isinstance(root_run_id, str) or not root_run_id.strip()):
-            raise ValueError(f"root_run_id must be a non-blank str or None, not {root_run_id!r}")
-        rows: list[tuple[str, str]] = []
-        for e in events:
-            if type(e) is EncodedEvent:
-                rows.append(e)
-            elif isinstance(e, BaseEvent):
-                rows.append((e.type.value if isinstance(e.type, EventType) else str(e.type), agui_to_json(e)))
-            else:
-                raise TypeError(f"record() takes AG-UI events, not {type(e).__name__}")
-        run_id = item.run_id if root_run_id is None else root_run_id
+        checked = expected_cursor is not _Unchecked.UNCHECKED
+        run_id, rows = record_rows(item, events, expected_cursor, checked, root_run_id)
         with self._db.write("record", EVENTS) as conn:
             head = self._head(conn, run_id)
-            found = None if head is None or head.cursor < 0 else head.cursor
-            if expected_cursor is not _Unchecked.UNCHECKED and expected_cursor != found:
-                raise ProjectorConflictError(run_id=run_id, cursor=expected_cursor, found=found)
+            found = expect_cursor(run_id, head, expected_cursor, checked)
             if head is None:
                 last_id, cursor = 0, StreamCursor.of(run_id)
             else:
@@ -419,23 +403,16 @@ class SqliteDeliveryLog:
         ``ReadOnlyStoreError``, ``DamagedStoreError`` and sqlite3 errors as
         ``record``. On any error nothing is written.
         """
-        if not isinstance(event, RunErrorEvent):
-            raise TypeError(f"fail() takes a RunErrorEvent, not {type(event).__name__}")
-        data = agui_to_json(event)
+        data = failure_json(event)
         with self._db.write("fail", EVENTS) as conn:
             head = self._head(conn, run_id)
-            found = None if head is None or head.cursor < 0 else head.cursor
-            if expected_cursor != found:
-                raise ProjectorConflictError(run_id=run_id, cursor=expected_cursor, found=found)
+            check_fail(run_id, head, expected_cursor, thread_id)
+            runs: dict[str, Any]
             if head is None:
-                if not isinstance(thread_id, str) or not thread_id.strip():
-                    raise ValueError(f"run {run_id!r} has no delivery yet: fail() needs its thread_id")
+                assert thread_id is not None  # check_fail saw to it
                 last_id, cursor, thread = 0, -1, thread_id
-                runs: dict[str, Any] = {run_id: [thread_id, 0, True]}
+                runs = {run_id: [thread_id, 0, True]}
             else:
-                if head.finished:
-                    raise DeliveryOrderError("cannot fail: the run has already finished", run_id=run_id,
-                                             sequence=head.cursor, cursor=head.cursor)
                 last_id, cursor, thread = head.last_event_id, head.cursor, head.thread_id
                 head.stream(run_id, self.path)  # a runs column that cannot be read is damage
                 runs = json.loads(head.runs)
@@ -609,6 +586,58 @@ class SqliteDeliveryLog:
                 return
             if not deliveries:
                 await asyncio.sleep(interval)
+
+
+# -- the argument and cursor rules of record() and fail(), shared by the delivery logs of both backends --
+
+def record_rows(item: Any, events: Sequence[BaseEvent | EncodedEvent], expected_cursor: Any, checked: bool,
+                root_run_id: str | None) -> tuple[str, list[tuple[str, str]]]:
+    """``record()``'s arguments, checked: the root run id of the item's stream and the ``(event type,
+    JSON)`` row of each event (an EncodedEvent as it is). ``checked``: ``expected_cursor`` was given."""
+    if not isinstance(item, (HarnessEvent, HarnessRunResultEvent)):
+        raise TypeError(f"record() takes a Harness source item, not {type(item).__name__}")
+    if checked and expected_cursor is not None and (
+            not isinstance(expected_cursor, int) or isinstance(expected_cursor, bool)):
+        raise TypeError(f"expected_cursor is an int position or None, not {type(expected_cursor).__name__}")
+    if root_run_id is not None and (not isinstance(root_run_id, str) or not root_run_id.strip()):
+        raise ValueError(f"root_run_id must be a non-blank str or None, not {root_run_id!r}")
+    rows: list[tuple[str, str]] = []
+    for e in events:
+        if type(e) is EncodedEvent:
+            rows.append(e)
+        elif isinstance(e, BaseEvent):
+            rows.append((e.type.value if isinstance(e.type, EventType) else str(e.type), agui_to_json(e)))
+        else:
+            raise TypeError(f"record() takes AG-UI events, not {type(e).__name__}")
+    return (item.run_id if root_run_id is None else root_run_id), rows
+
+
+def expect_cursor(run_id: str, head: Any, expected_cursor: Any, checked: bool = True) -> int | None:
+    """The delivery cursor stored in ``head`` (None: nothing recorded, or no head); when ``checked``,
+    ProjectorConflictError unless it is ``expected_cursor``."""
+    found = None if head is None or head.cursor < 0 else head.cursor
+    if checked and expected_cursor != found:
+        raise ProjectorConflictError(run_id=run_id, cursor=expected_cursor, found=found)
+    return found
+
+
+def failure_json(event: Any) -> str:
+    """The JSON of the RUN_ERROR ``fail()`` records; TypeError for anything else."""
+    if not isinstance(event, RunErrorEvent):
+        raise TypeError(f"fail() takes a RunErrorEvent, not {type(event).__name__}")
+    return agui_to_json(event)
+
+
+def check_fail(run_id: str, head: Any, expected_cursor: Any, thread_id: str | None) -> None:
+    """``fail()``'s rules against the Run's stored head: the expected cursor; a ``thread_id`` when
+    nothing is recorded yet; not after the Run finished."""
+    expect_cursor(run_id, head, expected_cursor)
+    if head is None:
+        if not isinstance(thread_id, str) or not thread_id.strip():
+            raise ValueError(f"run {run_id!r} has no delivery yet: fail() needs its thread_id")
+    elif head.finished:
+        raise DeliveryOrderError("cannot fail: the run has already finished", run_id=run_id,
+                                 sequence=head.cursor, cursor=head.cursor)
 
 
 def check_known_id(run_id: str, last: int, after: int, asked: str | int | None) -> int:

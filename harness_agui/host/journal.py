@@ -143,6 +143,14 @@ class _Head:
 _PAGE = 256
 
 
+def root_head(head: Any, run_id: str) -> Any:
+    """``head`` (the stored head row of ``run_id``, or None), after ValueError if it is a child Run's:
+    a child's items are read through its root's stream. Shared by the journals of both backends."""
+    if head is not None and head.root_run_id != run_id:
+        raise ValueError(f"run {run_id!r} is a child Run in the stream of run {head.root_run_id!r}: its items "
+                         "are read through that stream")
+    return head
+
 class SqliteSourceJournal:
     """A durable, append-only journal of Harness source items in one SQLite file.
 
@@ -443,11 +451,7 @@ class SqliteSourceJournal:
             return self._head(conn, run_id)
 
     def _root(self, conn: Any, run_id: str) -> _Head | None:
-        head = self._head(conn, run_id)
-        if head is not None and head.root_run_id != run_id:
-            raise ValueError(f"run {run_id!r} is a child Run in the stream of run {head.root_run_id!r}: its items "
-                             "are read through that stream")
-        return head
+        return root_head(self._head(conn, run_id), run_id)
 
     def _read_root(self, run_id: str) -> _Head | None:
         with self._db.read(HEADS, f"the head of run {run_id!r}") as conn:

@@ -41,11 +41,19 @@ from pyrsistent.typing import PMap
 from ...core.encode import EncodedEvent
 from ...core.errors import HistoryError
 from ...core.history import HistoryCursor, StreamCursor, advance_stream
-from ...core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
-from ...wire.agui import agui_to_json
+from ...core.source import HarnessRunResultEvent, HarnessStreamEvent
 from ..checks import Cursor
-from ..delivery import Delivery, check_known_id, parse_last_event_id, sse_frames
-from ..errors import DamagedStoreError, DeliveryOrderError, ProjectorConflictError
+from ..delivery import (
+    Delivery,
+    check_fail,
+    check_known_id,
+    expect_cursor,
+    failure_json,
+    parse_last_event_id,
+    record_rows,
+    sse_frames,
+)
+from ..errors import DamagedStoreError, DeliveryOrderError
 from ._pg import DELIVERY_CHANNEL, LOCK_DELIVERY, Database, notify_key
 from .lease import LEASE_SCHEMA, LEASES, Lease, LeaseLostError
 
@@ -139,29 +147,13 @@ class PostgresDeliveryLog:
 
     def _record(self, item: HarnessStreamEvent, events: Sequence[BaseEvent | EncodedEvent], expected_cursor: Any,
                 root_run_id: str | None, lease: Lease | None) -> tuple[Delivery, ...]:
-        if not isinstance(item, (HarnessEvent, HarnessRunResultEvent)):
-            raise TypeError(f"record() takes a Harness source item, not {type(item).__name__}")
-        if expected_cursor is not _UNCHECKED and expected_cursor is not None and (
-                not isinstance(expected_cursor, int) or isinstance(expected_cursor, bool)):
-            raise TypeError(f"expected_cursor is an int position or None, not {type(expected_cursor).__name__}")
-        rows: list[tuple[str, str]] = []
-        for e in events:
-            if type(e) is EncodedEvent:
-                rows.append(e)
-            elif isinstance(e, BaseEvent):
-                rows.append((e.type.value if isinstance(e.type, EventType) else str(e.type), agui_to_json(e)))
-            else:
-                raise TypeError(f"record() takes AG-UI events, not {type(e).__name__}")
-        if root_run_id is not None and (not isinstance(root_run_id, str) or not root_run_id.strip()):
-            raise ValueError(f"root_run_id must be a non-blank str or None, not {root_run_id!r}")
-        root = item.run_id if root_run_id is None else root_run_id
+        checked = expected_cursor is not _UNCHECKED
+        root, rows = record_rows(item, events, expected_cursor, checked, root_run_id)
         with self._db.write("record", (LOCK_DELIVERY, root)) as conn:
             if lease is not None:
                 _check_lease(conn, lease, root)
             head = self._head(conn, root)
-            found_cursor = None if head is None or head.cursor < 0 else head.cursor
-            if expected_cursor is not _UNCHECKED and expected_cursor != found_cursor:
-                raise ProjectorConflictError(run_id=root, cursor=expected_cursor, found=found_cursor)
+            found_cursor = expect_cursor(root, head, expected_cursor, checked)
             child = None
             if head is None:
                 last_id, cursor = 0, StreamCursor.of(root)
@@ -219,26 +211,17 @@ class PostgresDeliveryLog:
 
     def _fail(self, run_id: str, event: RunErrorEvent, expected_cursor: Cursor, thread_id: str | None,
               lease: Lease | None) -> Delivery:
-        if not isinstance(event, RunErrorEvent):
-            raise TypeError(f"fail() takes a RunErrorEvent, not {type(event).__name__}")
-        data = agui_to_json(event)
+        data = failure_json(event)
         with self._db.write("fail", (LOCK_DELIVERY, run_id)) as conn:
             if lease is not None:
                 _check_lease(conn, lease, run_id)
             head = self._head(conn, run_id)
-            found = None if head is None or head.cursor < 0 else head.cursor
-            if expected_cursor != found:
-                raise ProjectorConflictError(run_id=run_id, cursor=expected_cursor, found=found)
+            check_fail(run_id, head, expected_cursor, thread_id)
             if head is None:
-                if not isinstance(thread_id, str) or not thread_id.strip():
-                    raise ValueError(f"run {run_id!r} has no delivery yet: fail() needs its thread_id")
                 last_id, cursor = 0, -1
                 conn.execute(f"INSERT INTO {RUNS} (run_id, thread_id, source_cursor, last_event_id, finished, "
                              "last_sequence) VALUES (%s, %s, -1, 1, true, -1)", (run_id, thread_id))
             else:
-                if head.finished:
-                    raise DeliveryOrderError("cannot fail: the run has already finished", run_id=run_id,
-                                             sequence=head.cursor, cursor=head.cursor)
                 last_id, cursor = head.last_event_id, head.cursor
                 conn.execute(f"UPDATE {RUNS} SET last_event_id = %s, finished = true WHERE run_id = %s",
                              (last_id + 1, run_id))

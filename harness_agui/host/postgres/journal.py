@@ -46,6 +46,7 @@ from ...core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEve
 from ...wire.codec import DecodeError, Migration, decode, encode
 from ..checks import Cursor, check_prefix, check_tail
 from ..errors import DamagedStoreError, JournalConflictError
+from ..journal import root_head
 from ._pg import JOURNAL_CHANNEL, LOCK_JOURNAL, STREAMS_CHANNEL, Database, notify_key
 
 __all__ = ["PostgresSourceJournal"]
@@ -295,11 +296,7 @@ class PostgresSourceJournal:
         return None if row is None else _Head(*row)
 
     def _root(self, conn: Any, run_id: str) -> _Head | None:
-        head = self._head(conn, run_id)
-        if head is not None and head.root_run_id != run_id:
-            raise ValueError(f"run {run_id!r} is a child Run in the stream of run {head.root_run_id!r}: its items "
-                             "are read through that stream")
-        return head
+        return root_head(self._head(conn, run_id), run_id)
 
     def _read_root(self, run_id: str) -> _Head | None:
         with self._db.read() as conn:
