@@ -148,11 +148,11 @@ def test_a_record_without_a_timestamp_or_with_a_wrong_type_takes_the_slow_path()
 
 
 def test_every_kind_has_a_frame_except_those_with_nested_models() -> None:
-    from harness_agui.core.encode import _FRAMES
+    from harness_agui.core.encode import _ENCODERS, _no_frame
 
-    slow = {tag for tag, frame in _FRAMES.items() if frame is None}
+    slow = {tag for tag, frame in _ENCODERS.items() if frame is _no_frame}
     assert slow == {"RUN_FINISHED", "RUN_ERROR", "SUBAGENT_FINISHED"}
-    assert set(KINDS) <= set(_FRAMES)
+    assert set(KINDS) <= set(_ENCODERS)
 
 
 # -- events ---------------------------------------------------------------------------------------------

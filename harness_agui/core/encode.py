@@ -74,10 +74,6 @@ _SURROGATE = _json._SURROGATE
 _new_encoded = tuple.__new__
 
 
-def _has_surrogate(text: str) -> bool:
-    return not text.isascii() and _SURROGATE.search(text) is not None
-
-
 # -- the frames, generated per kind -----------------------------------------------------------
 
 _JSON_ANY = (Any, typing.Optional[Any], dict[str, Any], typing.Optional[dict[str, Any]],  # noqa: UP045
@@ -88,12 +84,12 @@ def _omittable(info: Any) -> bool:
     return not info.is_required() and info.default is None
 
 
-def _frame_source(kind: Kind, fn: str, wrapped: bool) -> str | None:
-    """The source of a function ``fn(r)`` writing the JSON of a record of
-    ``kind`` (``wrapped``: the EncodedEvent holding it, and None for text
-    with a lone surrogate). It returns None, or raises TypeError, to send the
-    record to the slow path. None when no record of the kind can be written
-    this way (a nested model in a JSON field)."""
+def _frame_source(kind: Kind, fn: str) -> str | None:
+    """The source of a function ``fn(r)`` returning the EncodedEvent of a
+    record of ``kind``, or None to send the record to the slow path (a value
+    of another type than the kind declares, text with a lone surrogate).
+    None when no record of the kind can be written this way (a nested model
+    in a JSON field)."""
     at = kind._at
     lines = [f"def {fn}(r):"]
     pieces: list[str] = []  # of the f-string the function returns
@@ -131,9 +127,6 @@ def _frame_source(kind: Kind, fn: str, wrapped: bool) -> str | None:
         else:  # text
             pieces.append(literal("," + key + ":") + f"{{esc(r[{i}])}}")
     text = "f'" + "".join(pieces) + "}}'"
-    if not wrapped:
-        lines.append(f"    return {text}")
-        return "\n".join(lines)
     lines.append(f"    t = {text}")
     lines.append("    if t.isascii() or surrogate(t) is None:")
     lines.append(f"        return new(EncodedEvent, ({kind.name!r}, t))")
@@ -147,20 +140,19 @@ def _no_frame(record: Record) -> None:
     return None
 
 
-def _compile(kind: Kind, wrapped: bool) -> Any:
-    fn = ("encode_" if wrapped else "frame_") + kind.tag.replace("@", "_at_")
-    source = _frame_source(kind, fn, wrapped)
+def _compile(kind: Kind) -> Any:
+    fn = "encode_" + kind.tag.replace("@", "_at_")
+    source = _frame_source(kind, fn)
     if source is None:
-        return _no_frame if wrapped else None
+        return _no_frame
     scope: dict[str, Any] = {"esc": _esc, "surrogate": _SURROGATE.search, "new": _new_encoded,
                              "EncodedEvent": EncodedEvent}
     exec(compile(source, f"<harness_agui frame {kind.tag}>", "exec"), scope)  # noqa: S102
     return scope[fn]
 
 
-_FRAMES: dict[str, Any] = {tag: _compile(kind, False) for tag, kind in _BY_TAG.items()}
-# The same frames returning the EncodedEvent, or None for the slow path (every kind has one).
-_ENCODERS: dict[str, Any] = {tag: _compile(kind, True) for tag, kind in _BY_TAG.items()}
+# Every kind has one: it returns the EncodedEvent, or None for the slow path.
+_ENCODERS: dict[str, Any] = {tag: _compile(kind) for tag, kind in _BY_TAG.items()}
 _TYPES: dict[str, str] = {tag: kind.name for tag, kind in _BY_TAG.items()}
 
 
@@ -175,14 +167,7 @@ def record_json(record: Record) -> str:
     ``agui_to_json(build(record))``, without building the event when the
     record allows. Raises what ``build`` raises for a record that does not
     make a valid event."""
-    frame = _FRAMES[record[0]]
-    try:
-        text = None if frame is None else frame(record)
-    except TypeError:  # a value of another type than the kind declares
-        text = None
-    if text is None or (not text.isascii() and _SURROGATE.search(text) is not None):
-        return _slow(record)
-    return text
+    return _encoded(record).json
 
 
 def records_json(records: Iterable[Record]) -> list[str]:
@@ -223,7 +208,7 @@ def _event_frames() -> dict[type, tuple[Kind, Kind | None, Any, _Unset]]:
     fields no record holds, with the defaults they must still have."""
     out: dict[type, tuple[Kind, Kind | None, Any, _Unset]] = {}
     for tag, kind in _BY_TAG.items():
-        if tag != kind.name or kind.json_fields or _FRAMES[tag] is None:
+        if tag != kind.name or kind.json_fields or _ENCODERS[tag] is _no_frame:
             continue
         attributed = kind if "subagent_run_id" in kind.fields else kind.attributed
         unset = tuple((n, d) for n, d in kind.unset if n != "subagent_run_id")
@@ -251,13 +236,9 @@ def event_json(event: Any) -> str:
         else:
             use = kind if values.get("subagent_run_id") is None else attributed
             if use is not None and values["type"] is type_:
-                record = (use.tag, values["timestamp"], *[values[n] for n in use.fields])
-                try:
-                    text = _FRAMES[use.tag](record)
-                except TypeError:
-                    text = None
-                if text is not None and not _has_surrogate(text):
-                    return text  # type: ignore[no-any-return]
+                written = _ENCODERS[use.tag]((use.tag, values["timestamp"], *[values[n] for n in use.fields]))
+                if written is not None:
+                    return written.json  # type: ignore[no-any-return]
     try:
         return event.model_dump_json(by_alias=True)  # type: ignore[no-any-return]
     except PydanticSerializationError:
