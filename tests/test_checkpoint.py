@@ -3,15 +3,18 @@
 # processed); resume(rest, checkpoint=...) is the same with resume()'s gate
 # and atomicity; a checkpoint that is damaged, foreign, of another version or
 # processor, or unsafe to decode is refused with CheckpointError and nothing
-# changes.
+# changes; and no checkpoint, whatever its bytes, runs code when restored.
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import hmac
 import json
+import os
 import pickle
 import zlib
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -132,7 +135,6 @@ def test_the_library_version_a_checkpoint_records_is_the_package_version() -> No
 
 
 def test_a_restored_observer_checkpoints_to_an_equal_checkpoint() -> None:
-    # Equal, not byte-identical: marshal marks shared objects by reference count.
     items = list(simulated_delegation())
     original = _observed(items[:12])
     again = HarnessAguiObserver.restore(HarnessAguiObserver.restore(original.checkpoint()).checkpoint())
@@ -140,18 +142,30 @@ def test_a_restored_observer_checkpoints_to_an_equal_checkpoint() -> None:
     assert cp.inspect(again.checkpoint()) == cp.inspect(original.checkpoint())
 
 
-def test_a_large_restored_log_is_decoded_only_when_read() -> None:
+def _long_run(words: int = 9000) -> list[Any]:
     builder = SourceBuilder("thread-long", "run-long").user("go").request()
-    items = builder.text(0, [f"w{i} " for i in range(6000)]).completed("done").items
+    return builder.text(0, [f"w{i} " for i in range(words)]).completed("done").items
+
+
+def test_a_large_log_restored_from_a_keyed_checkpoint_is_decoded_only_when_read() -> None:
+    items = _long_run()
     original = _observed(items[:-1])
-    assert original.event_count > 4096  # at least one sealed block
-    restored = HarnessAguiObserver.restore(original.checkpoint())
-    blocks = restored.state.events._blocks
-    assert "0 of" in repr(blocks)
+    assert original.event_count > 2 * 4096  # at least two sealed blocks
+    restored = HarnessAguiObserver.restore(original.checkpoint(key=KEY), key=KEY)
+    assert "0 of 2" in repr(restored.state.events.sealed_blocks())
     assert restored.observe(items[-1]) == original.observe(items[-1])
-    assert "0 of" in repr(restored.state.events._blocks)
+    assert "0 of 2" in repr(restored.state.events.sealed_blocks())
     assert restored.snapshot() == original.snapshot()
     assert restored.state.events == original.state.events
+    again = HarnessAguiObserver.restore(restored.checkpoint(key=KEY), key=KEY)
+    assert again.snapshot() == original.snapshot()
+
+
+def test_an_unkeyed_checkpoint_is_decoded_and_checked_in_full_when_restored() -> None:
+    original = _observed(_long_run()[:-1])
+    restored = HarnessAguiObserver.restore(original.checkpoint())
+    assert "decoded" not in repr(restored.state.events.sealed_blocks())  # a plain persistent vector
+    assert restored.state == original.state
 
 
 # -- refused checkpoints ---------------------------------------------------------------------
@@ -251,28 +265,105 @@ def test_a_checkpoint_of_another_format_library_or_python_version_is_refused() -
     _, data = _checkpoint()
     _assert_refused(_resealed(data, lambda h: h.update(format=cp.FORMAT + 1)), "version")
     _assert_refused(_resealed(data, lambda h: h.update(library="0.0.1")), "version")
-    _assert_refused(_resealed(data, lambda h: h.update(python="2.7")), "version")
     _assert_refused(_resealed(data, lambda h: h.update(last_sequence=99)), "corrupt")
     assert HarnessAguiObserver.restore(_resealed(data, lambda h: None)).state is not None
 
 
-def test_a_checkpoint_that_would_unpickle_anything_else_is_refused() -> None:
-    _, data = _checkpoint()
-    evil = pickle.dumps(print)  # any global outside the library's core and pyrsistent
+KEY = b"host secret, 32 bytes of it!...."
 
-    def swap_state(header: dict[str, Any]) -> None:
-        header["sections"][0] = len(evil)
 
+def _sections(data: bytes) -> tuple[dict[str, Any], list[bytes]]:
     at = len(cp.MAGIC)
     n = int.from_bytes(data[at:at + 4], "big")
-    first = json.loads(data[at + 4:at + 4 + n])["sections"][0]
-    rest = data[at + 4 + n + first:-4]
     header = json.loads(data[at + 4:at + 4 + n])
-    swap_state(header)
+    sections, at = [], at + 4 + n
+    for length in header["sections"]:
+        sections.append(data[at:at + length])
+        at += length
+    return header, sections
+
+
+def _forged(header: dict[str, Any], sections: list[bytes], key: bytes | None = None) -> bytes:
+    """A checkpoint of these sections, its header's lengths and digest made to fit (what anyone who can
+    write a checkpoint can do without the Host's key)."""
+    header = dict(header, sections=[len(s) for s in sections])
     head = json.dumps(header, separators=(",", ":")).encode()
-    body = data[:at] + len(head).to_bytes(4, "big") + head + evil + rest
-    error = _assert_refused(body + zlib.crc32(body).to_bytes(4, "big"), "corrupt")
-    assert "builtins" in str(error)
+    body = cp.MAGIC + len(head).to_bytes(4, "big") + head + b"".join(sections)
+    if key is None:
+        return body + zlib.crc32(body).to_bytes(4, "big")
+    return body + hmac.new(key, body, hashlib.sha256).digest()
+
+
+class _Exploit:
+    """Unpickled, it writes a file: what a checkpoint must never be able to do."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Path.write_text, (self.marker, "pwned"))
+
+
+def _code_running_state(marker: Path) -> bytes:
+    # The pickle reaches its callable through a dotted name inside a module a checkpoint reader once
+    # trusted (protocol 4 resolves "pickle.loads" in harness_agui.core.checkpoint's namespace).
+    inner = pickle.dumps(_Exploit(marker), protocol=4)
+    return (b"\x80\x04\x8c\x1bharness_agui.core.checkpoint\x8c\x0cpickle.loads\x93C"
+            + bytes([len(inner)]) + inner + b"\x85R.")
+
+
+@pytest.mark.parametrize("keyed", [False, True])
+def test_a_checkpoint_holding_a_pickle_that_runs_code_is_refused_without_running_it(
+        tmp_path: Path, keyed: bool) -> None:
+    marker = tmp_path / "pwned"
+    key = KEY if keyed else None
+    _, data = _checkpoint(key=key)
+    header, sections = _sections(data)
+    evil = _forged(header, [_code_running_state(marker), *sections[1:]], key)
+    error = _assert_refused(evil, "corrupt", key=key)
+    assert "does not decode" in str(error)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("state", [
+    '["builtins.eval","print(1)"]', '["harness_agui.core.checkpoint.pickle.loads"]', '["os.system","true"]',
+    '{"__class__":"ProjectionState"}', '["ProjectionState"]', '["HistoryCursor","r","t",0,false,1]',
+    '["t"', '[]', '"a string"', '[1,2]', '["m","k"]', '["is",1]', '["ProjectionState",' * 5000,
+])
+def test_a_state_that_is_not_one_of_the_library_s_values_is_refused(state: str) -> None:
+    _, data = _checkpoint()
+    header, sections = _sections(data)
+    _assert_refused(_forged(header, [state.encode(), *sections[1:]]), "corrupt")
+
+
+def test_records_that_are_not_records_of_a_known_kind_are_refused() -> None:
+    _, data = _checkpoint()
+    header, sections = _sections(data)
+    for records in ('[["NOT_A_KIND",1,"x"]]', '[["TEXT_MESSAGE_END",1]]', '[["TEXT_MESSAGE_END","1","m"]]',
+                    '[["TEXT_MESSAGE_END",1,2]]', '{"a":1}', '[[]]', '[["TEXT_MESSAGE_END",true,"m"]]'):
+        _assert_refused(_forged(header, [sections[0], records.encode(), *sections[2:]]), "corrupt")
+
+
+def test_a_forged_checkpoint_with_two_sealed_blocks_swapped_is_refused_when_restored() -> None:
+    items = _long_run()
+    original = _observed(items[:-1])
+    header, sections = _sections(original.checkpoint())
+    assert len(sections) == 4  # state, the unsealed records, two sealed blocks
+    # The blocks swapped with the header's lengths kept (the sections no longer fall on records) ...
+    misaligned = _forged(header, sections[:2] + [sections[3], sections[2]])
+    header_kept = dict(header)
+    body = misaligned[:-4]
+    at = len(cp.MAGIC) + 4
+    n = int.from_bytes(misaligned[len(cp.MAGIC):at], "big")
+    head = json.dumps(header_kept, separators=(",", ":")).encode()
+    body = cp.MAGIC + len(head).to_bytes(4, "big") + head + body[at + n:]
+    _assert_refused(body + zlib.crc32(body).to_bytes(4, "big"), "corrupt")
+    # ... or a block that does not hold a whole block of records.
+    _assert_refused(_forged(header, sections[:3] + [sections[3][:len(sections[3]) // 2] + b"]"]), "corrupt")
+    # Swapped whole, the sections still decode, but a keyed checkpoint's HMAC no longer matches.
+    header, sections = _sections(original.checkpoint(key=KEY))
+    swapped = _forged(header, sections[:2] + [sections[3], sections[2]], b"another key entirely, 32 bytes.")
+    _assert_refused(swapped, "corrupt", key=KEY)
 
 
 def test_something_that_is_not_a_checkpoint_is_refused() -> None:
@@ -369,7 +460,7 @@ def test_the_store_keeps_the_latest_checkpoints_of_each_run(tmp_path: Any) -> No
         assert store.positions("run-root") == written[::-1][:2]
         latest = store.latest("run-root")
         assert latest is not None and latest.position == written[-1]
-        assert HarnessAguiObserver.restore(latest.data).event_count == latest.event_count
+        assert HarnessAguiObserver.restore(latest.data, key=store.key).event_count == latest.event_count
         assert store.latest("run-root", through=written[-1] - 1) is not None
         assert store.latest("run-other") is None
         with pytest.raises(CheckpointError):
@@ -397,7 +488,8 @@ def test_resume_from_the_latest_checkpoint_equals_a_full_resume(tmp_path_factory
         newest = max(store.positions("run-root"), default=None)
         assert (used and used.position) == newest
         if used is not None:
-            assert observer.snapshot()[:used.event_count] == HarnessAguiObserver.restore(used.data).snapshot()
+            assert observer.snapshot()[:used.event_count] == HarnessAguiObserver.restore(
+                used.data, key=store.key).snapshot()
         assert observer.state == writer.state
     journal.close()
 
@@ -432,3 +524,93 @@ def test_a_damaged_or_unusable_checkpoint_falls_back_to_an_older_one_then_to_the
         assert used is None and keep.event_count == full.event_count
         conn.close()
     journal.close()
+
+
+def test_the_store_seals_checkpoints_with_a_key_of_its_own_kept_beside_the_database(tmp_path: Any) -> None:
+    from harness_agui.host.checkpoints import SqliteCheckpointStore
+
+    items = list(simulated_delegation())
+    with SqliteCheckpointStore(tmp_path / "run.db", every=1) as store:
+        stored = store.offer("run-root", _observed(items[:5]))
+        assert stored is not None and cp.inspect(stored.data).digest == "hmac-sha256"
+        assert store.key_path == str(tmp_path / "run.db") + ".checkpoint-key"
+        assert os.stat(store.key_path).st_mode & 0o777 == 0o600 and len(store.key) == 32
+        _assert_refused(stored.data, "corrupt")  # not without the key
+        first_key = store.key
+    with SqliteCheckpointStore(tmp_path / "run.db", read_only=True) as again:
+        assert again.key == first_key  # the same key on every later open
+    with SqliteCheckpointStore(tmp_path / "run.db", key=b"the Host's own key: 16+ bytes") as own:
+        assert own.key_path is None and own.key == b"the Host's own key: 16+ bytes"
+    from harness_agui.host.errors import StorageError
+
+    SqliteCheckpointStore(tmp_path / "other.db", key=b"the Host's own key: 16+ bytes").close()  # makes no key file
+    with pytest.raises(StorageError, match="no checkpoint key file"):
+        SqliteCheckpointStore(tmp_path / "other.db", read_only=True)
+    with pytest.raises(ValueError, match="16 bytes"):
+        SqliteCheckpointStore(tmp_path / "run.db", key=b"short")
+
+
+def test_a_checkpoint_row_forged_without_the_store_s_key_is_passed_over_and_runs_no_code(tmp_path: Path) -> None:
+    import base64
+    import sqlite3
+
+    from harness_agui.host import SqliteDeliveryLog, project_run
+    from harness_agui.host.checkpoints import CHECKPOINTS, SqliteCheckpointStore
+
+    items = list(simulated_delegation())
+    path = tmp_path / "run.db"
+    journal = _journal_with(path, items)
+    marker = tmp_path / "pwned"
+    with SqliteDeliveryLog(path, synchronous="OFF") as deliveries, SqliteCheckpointStore(path, every=4) as store:
+        done = asyncio.run(project_run("run-root", journal, deliveries, checkpoints=store))
+        good = store.load("run-root", store.positions("run-root")[0])
+        assert good is not None
+        header, sections = _sections(good.data)
+        # Written into the table by someone who cannot read the key file: a well-formed checkpoint with a
+        # valid CRC, one whose state is a code-running pickle, and that one under a guessed key.
+        forgeries = [_forged({**header, "digest": "crc32"}, sections),
+                     _forged({**header, "digest": "crc32"}, [_code_running_state(marker), *sections[1:]]),
+                     _forged(header, [_code_running_state(marker), *sections[1:]], b"a guessed key, 32 bytes long...")]
+        for forged in forgeries:
+            with pytest.raises(CheckpointError):
+                store.save("run-root", forged)  # the store itself refuses it: written into the table directly
+            info = cp.inspect(forged)
+            row = ("run-root", info.position, info.last_sequence, info.event_count, info.library,
+                   info.processor or "", base64.b64encode(forged).decode())
+            conn = sqlite3.connect(path)
+            conn.execute(f"DELETE FROM {CHECKPOINTS.name}")
+            conn.execute(CHECKPOINTS.insert, CHECKPOINTS.sealed(row))
+            conn.commit()
+            conn.close()
+            assert store.load("run-root", info.position) is not None
+            # A restart: the delivery cursor is at the end, so the projection is rebuilt from the newest
+            # checkpoint that verifies, here none: the whole journal.
+            again = asyncio.run(project_run("run-root", journal, deliveries, checkpoints=store))
+            assert again.state == done.state
+        assert not marker.exists()
+    journal.close()
+
+
+def test_a_state_holding_a_value_of_the_wrong_type_anywhere_is_refused() -> None:
+    items = list(simulated_delegation())
+
+    def change(value: Any, tag: str, at: int, new: Any) -> bool:
+        if isinstance(value, list):
+            if value and value[0] == tag:
+                value[at] = new
+                return True
+            return any(change(v, tag, at, new) for v in value)
+        return False
+
+    tried = set()
+    for cut in (10, 20):
+        header, sections = _sections(_observed(items[:cut]).checkpoint())
+        for tag, at, new in (("HistoryCursor", 3, "3"), ("HistoryCursor", 4, 1), ("OpenPart", 2, "picture"),
+                             ("Delegation", 6, None), ("SubagentState", 3, "sleeping"), ("ProjectionState", 8, 7)):
+            forged_state = json.loads(sections[0])
+            if not change(forged_state, tag, at, new):
+                continue
+            tried.add(tag)
+            error = _assert_refused(_forged(header, [json.dumps(forged_state).encode(), *sections[1:]]), "corrupt")
+            assert tag in str(error)
+    assert tried == {"HistoryCursor", "OpenPart", "Delegation", "SubagentState", "ProjectionState"}

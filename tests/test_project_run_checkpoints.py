@@ -72,7 +72,7 @@ def test_a_damaged_checkpoint_row_is_passed_over_for_the_full_prefix(tmp_path):
         observer = HarnessAguiObserver()
         for item in items[:stop + 1]:
             observer.observe(item)
-        store.save("run-demo", observer.checkpoint())
+        store.save("run-demo", observer.checkpoint(key=store.key))
     with sqlite3.connect(path) as conn:
         assert conn.execute("UPDATE harness_checkpoints SET data = 'AAAA' || substr(data, 5)").rowcount == 1
     with SqliteSourceJournal(path) as journal, SqliteDeliveryLog(path) as log, \
@@ -104,7 +104,7 @@ def test_a_checkpoint_is_used_only_under_the_processor_identity_it_was_written_w
         for item in items[:stop + 1]:
             log.record(item, recorded.observe(item))
             lying.observe(item)
-        store.save("run-demo", lying.checkpoint(processor_identity="shout v1"))
+        store.save("run-demo", lying.checkpoint(processor_identity="shout v1", key=store.key))
         rebuilt = asyncio.run(project_run("run-demo", journal, log, processor=shout, checkpoints=store,
                                           processor_identity=identity, poll_interval=0.005))
     expected = HarnessAguiObserver(shout)

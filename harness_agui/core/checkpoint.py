@@ -17,68 +17,72 @@
 #
 # The header says what the checkpoint is without decoding anything else:
 # ``format`` (FORMAT), ``library`` (the harness-agui version that wrote it),
-# ``python`` (its major.minor: the sections use marshal, whose format is the
-# interpreter's), ``thread_id``, ``run_id``, ``last_sequence`` (the root
-# Run's), ``position`` (of the last item in the Run's stream, child Runs'
-# items included: the Host kit's cursor; equal to ``last_sequence`` for a Run
-# that never delegated), ``event_count``, ``finished``, ``retained`` (whether the events are in
-# it), ``messages`` (whether a live-only log tracked the message list),
-# ``processor`` (the SHA-256 of the processor identity the Host passed, or
-# null for no processor: the projection depends on the processor, so a
-# checkpoint only resumes under the same one), ``digest`` ("crc32" or
+# ``thread_id``, ``run_id``, ``last_sequence`` (the root Run's), ``position``
+# (of the last item in the Run's stream, child Runs' items included: the
+# Host kit's cursor; equal to ``last_sequence`` for a Run that never
+# delegated), ``event_count``, ``finished``, ``retained`` (whether the events
+# are in it), ``messages`` (whether a live-only log tracked the message
+# list), ``processor`` (the SHA-256 of the processor identity the Host
+# passed, or null for no processor: the projection depends on the processor,
+# so a checkpoint only resumes under the same one), ``digest`` ("crc32" or
 # "hmac-sha256") and ``sections`` (their lengths).
 #
-# Sections: the state without its events, pickled (protocol 5); then, for a
-# state that retains its events, the unsealed end of the RecordLog (its last
-# chunks and tail) and each sealed block of 4096 records, marshalled (records
-# are tuples of str, int and None: marshal is the fastest exact codec for
-# them, and keeps a message id shared by its records shared).
+# Everything is data: JSON, decoded into the state's own types and nothing
+# else. Restoring never runs code named by the checkpoint, whatever its bytes
+# (no pickle, no marshal). Section 0 is the state without its events, in a
+# tagged JSON form (``_encode`` / ``_decode``): a JSON scalar stands for
+# itself, and every other value is an array whose first element names what it
+# is: ``"t"`` a tuple, ``"v"`` a pvector, ``"m"`` a pmap (keys and values
+# alternating), ``"im"`` / ``"is"`` an id map or set, or the name of one of
+# the exact classes in ``_CLASSES`` followed by its fields in order. A name
+# outside that table, a wrong number of fields, or anything else malformed is
+# refused ("corrupt"); a class is only ever built by its own constructor.
+# For a state that retains its events, the next section holds the records
+# after the last sealed block, and one section per sealed block of 4096
+# records follows: each a JSON array of records, a record an array of its
+# type tag, its timestamp and its values (str or null), checked against the
+# record kinds the library knows (tag and arity).
 #
-# Restoring verifies the digest over the whole checkpoint first, then the
-# header, then unpickles with an unpickler that only resolves this library's
-# core classes and pyrsistent's. Even so, a checkpoint is trusted data: only
-# restore checkpoints the Host itself wrote. The CRC-32 detects damage (as
-# the Host kit's row checksums do; an unkeyed cryptographic hash would stop
-# a deliberate change no better, and costs more than the rest of a restore);
-# a keyed HMAC also detects a change by someone without the key.
-#
-# The sealed blocks of a restored RecordLog are decoded when first read
+# Verification order: the digest over the whole checkpoint first, then the
+# header, then the sections. The CRC-32 detects damage only (as the Host
+# kit's row checksums do): anyone can write a well-formed checkpoint with a
+# valid CRC, so an unkeyed checkpoint is decoded and checked in full when it
+# is restored. A keyed HMAC detects any change by someone without the key,
+# so a keyed checkpoint's sealed blocks are decoded when first read
 # (``_LazyBlocks``), each once: restoring a checkpoint of 10^5 events then
-# takes a few milliseconds (the digest and the small pickle), and resuming
-# the live tail never reads the old blocks. This reaches into RecordLog's
-# private layout (``RecordLog._of``, its ``_blocks``, ``_chunks``,
-# ``_tail``), the one place that does; bench/checkpoint.py measures it
-# against decoding everything at once.
+# takes a few milliseconds, and resuming the live tail never reads the old
+# blocks (bench/checkpoint.py). The Host kit's checkpoint store seals with a
+# key by default.
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import io
 import json
-import marshal
-import pickle
 import struct
-import sys
+import types
+import typing
 import zlib
-from collections.abc import Iterator, Sequence
-from typing import Any, cast
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Literal, NamedTuple
 
 import attrs
-from pyrsistent import PVector, pvector
+from pyrsistent import PMap, PVector, pmap, pvector
 
+from . import conversation, state
 from .errors import CheckpointError
+from .history import HistoryCursor
+from .idmap import IdMap, IdSet
 from .livelog import LiveLog
-from .records import RecordLog
+from .records import _BY_TAG, RecordLog
 from .state import ProjectionState
 
-__all__ = ["FORMAT", "MAGIC", "CheckpointInfo", "encode", "decode", "inspect", "processor_digest",
+__all__ = ["FORMAT", "MAGIC", "CheckpointInfo", "encode", "decode", "inspect", "verify_seal", "processor_digest",
            "library_version", "stream_position"]
 
 MAGIC = b"harness-agui checkpoint\n"
-FORMAT = 1
+FORMAT = 2
 _TRAILER = {"crc32": 4, "hmac-sha256": 32}  # the digest's length, by name
-_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 _U32 = struct.Struct(">I")
 
 
@@ -112,7 +116,6 @@ class CheckpointInfo:
 
     format: int
     library: str
-    python: str
     thread_id: str
     run_id: str
     last_sequence: int
@@ -126,6 +129,218 @@ class CheckpointInfo:
     size: int
 
 
+# -- the classes a state is made of ----------------------------------------------------------------
+# Each entry: the exact class, its fields as a list, how to build it from them, and the types of
+# those fields (the class's own annotations). Only these classes are ever built from a checkpoint,
+# only by their own constructors, and only from fields of the declared types.
+
+class _Codec(NamedTuple):
+    cls: type
+    fields: Callable[[Any], list[Any]]
+    build: Callable[..., Any]
+    types: Callable[[], tuple[Any, ...]]
+
+
+def _attrs_codec(cls: type) -> _Codec:
+    names = tuple(a.name for a in attrs.fields(cls))
+    return _Codec(cls, lambda v: [getattr(v, n) for n in names], cls, lambda: _hints(cls, names))
+
+
+def _tuple_codec(cls: Any) -> _Codec:
+    return _Codec(cls, list, cls, lambda: _hints(cls, cls._fields))
+
+
+def _hints(cls: type, names: tuple[str, ...]) -> tuple[Any, ...]:
+    hints = typing.get_type_hints(cls)
+    return tuple(hints[n] for n in names)
+
+
+def _live_log_fields(log: LiveLog) -> list[Any]:
+    return list(log.__reduce__()[1])
+
+
+def _empty_log_fields(log: RecordLog) -> list[Any]:
+    if len(log):  # the events of a retained state travel in sections of their own
+        raise TypeError("a checkpoint holds a state's records in their own sections")
+    return []
+
+
+_CLASSES: dict[str, _Codec] = {
+    "ProjectionState": _attrs_codec(ProjectionState),
+    "HistoryCursor": _tuple_codec(HistoryCursor),
+    "OpenPart": _tuple_codec(state.OpenPart),
+    "SubagentState": _attrs_codec(state.SubagentState),
+    "Delegation": _attrs_codec(state.Delegation),
+    "LiveLog": _Codec(LiveLog, _live_log_fields, LiveLog._of, lambda: (
+        int, PVector[str], PVector[str], PVector[tuple[Any, ...]], PVector[int],
+        conversation.Messages | None)),
+    "RecordLog": _Codec(RecordLog, _empty_log_fields, RecordLog, tuple),
+    "Messages": _attrs_codec(conversation.Messages),
+    "Message": _attrs_codec(conversation._Message),
+    "Call": _attrs_codec(conversation._Call),
+    "Open": _attrs_codec(conversation._Open),
+}
+_NAMES = {codec.cls: name for name, codec in _CLASSES.items()}
+_PVECTOR: Any = type(pvector())
+_PMAP: Any = type(pmap())
+
+
+def _encode(value: Any) -> Any:
+    """``value`` (a state without its events, or any part of one) in the
+    tagged JSON form of the module comment. Raises TypeError for a value of a
+    type a state is not made of."""
+    kind = type(value)
+    if value is None or kind is str or kind is int or kind is bool or kind is float:
+        return value
+    if kind is tuple:
+        return ["t", *map(_encode, value)]
+    if kind is _PVECTOR:
+        return ["v", *map(_encode, value)]
+    if kind is _PMAP:
+        out: list[Any] = ["m"]
+        for k, v in value.items():
+            out.append(_encode(k))
+            out.append(_encode(v))
+        return out
+    if kind is IdMap:
+        out = ["im"]
+        for k, v in value.items():
+            out.append(k)
+            out.append(_encode(v))
+        return out
+    if kind is IdSet:
+        return ["is", *value]
+    name = _NAMES.get(kind)
+    if name is None:
+        raise TypeError(f"a checkpoint cannot hold a {kind.__module__}.{kind.__qualname__}")
+    return [name, *map(_encode, _CLASSES[name].fields(value))]
+
+
+class _Malformed(Exception):
+    """A section that is not what this release writes (becomes CheckpointError "corrupt")."""
+
+
+def _decode(value: Any) -> Any:
+    """The value the tagged JSON ``value`` stands for; _Malformed if it is not one."""
+    if type(value) is not list:
+        if isinstance(value, dict):
+            raise _Malformed("a JSON object where a value was expected")
+        return value
+    if not value or type(value[0]) is not str:
+        raise _Malformed("an array without a tag")
+    tag, rest = value[0], value[1:]
+    if tag == "t":
+        return tuple(map(_decode, rest))
+    if tag == "v":
+        return pvector(map(_decode, rest))
+    if tag in ("m", "im"):
+        if len(rest) % 2:
+            raise _Malformed(f"a map of an odd number of keys and values ({len(rest)})")
+        pairs = [(_decode(rest[i]), _decode(rest[i + 1])) for i in range(0, len(rest), 2)]
+        try:
+            return pmap(dict(pairs)) if tag == "m" else IdMap(pairs)
+        except TypeError as e:  # an unhashable key
+            raise _Malformed(str(e)) from None
+    if tag == "is":
+        if not all(type(k) is str for k in rest):
+            raise _Malformed("an id set holding a value that is not a string")
+        return IdSet(rest)
+    codec = _CLASSES.get(tag)
+    if codec is None:
+        raise _Malformed(f"an unknown tag {tag[:80]!r}")
+    fields = list(map(_decode, rest))
+    expected = _field_types(tag)
+    if len(fields) != len(expected):
+        raise _Malformed(f"a {tag} of {len(fields)} fields, not {len(expected)}")
+    for value, tp in zip(fields, expected, strict=True):
+        if not _is(value, tp):
+            raise _Malformed(f"a {tag} holding a {type(value).__name__} where a {tp} belongs")
+    try:
+        return codec.build(*fields)
+    except (TypeError, ValueError) as e:
+        raise _Malformed(f"a {tag} that does not build ({e})") from None
+
+
+_FIELD_TYPES: dict[str, tuple[Any, ...]] = {}
+
+
+def _field_types(tag: str) -> tuple[Any, ...]:
+    found = _FIELD_TYPES.get(tag)
+    if found is None:
+        found = _FIELD_TYPES[tag] = _CLASSES[tag].types()
+    return found
+
+
+def _is(value: Any, tp: Any) -> bool:
+    """Whether ``value`` (a decoded value: its parts already built and
+    checked) is of the annotated type ``tp``."""
+    if tp is Any:
+        return True
+    if tp is None or tp is type(None):
+        return value is None
+    origin = typing.get_origin(tp)
+    if origin is None:
+        if tp is int:
+            return type(value) is int
+        return type(value) is tp
+    args = typing.get_args(tp)
+    if origin is Literal:
+        return type(value) is str and value in args
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_is(value, a) for a in args)
+    if origin is tuple:
+        if type(value) is not tuple:
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(_is(v, args[0]) for v in value)
+        return len(value) == len(args) and all(_is(v, a) for v, a in zip(value, args, strict=True))
+    if origin is PVector:
+        return type(value) is _PVECTOR and all(_is(v, args[0]) for v in value)
+    if origin is PMap:
+        return type(value) is _PMAP and all(_is(k, args[0]) and _is(v, args[1]) for k, v in value.items())
+    if origin is IdMap:
+        return type(value) is IdMap and all(_is(v, args[0]) for v in value.values())
+    raise TypeError(f"a checkpoint cannot check a field of type {tp}")  # pragma: no cover - a new field type
+
+
+def _records_json(records: Sequence[Any]) -> bytes:
+    return json.dumps(records, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+
+def _records(data: bytes | memoryview) -> tuple[Any, ...]:
+    """The records of a section: a JSON array of records, each checked
+    against the kinds the library knows. _Malformed for anything else."""
+    try:
+        rows = json.loads(bytes(data).decode("utf-8", "surrogatepass"))
+    except ValueError as e:
+        raise _Malformed(f"a section of records that is not JSON ({e})") from None
+    if type(rows) is not list:
+        raise _Malformed("a section of records that is not an array")
+    out = []
+    kinds = _BY_TAG
+    for row in rows:
+        if type(row) is not list or len(row) < 2:
+            raise _Malformed("a record that is not an array of its tag, timestamp and values")
+        kind = kinds.get(row[0]) if type(row[0]) is str else None
+        if kind is None or len(row) != len(kind.fields) + 2 or type(row[1]) is not int:
+            raise _Malformed(f"a record that is not one of this release's kinds ({str(row[0])[:80]!r})")
+        for v in row[2:]:
+            if v is not None and type(v) is not str:
+                raise _Malformed(f"a {row[0]} record holding a {type(v).__name__}")
+        out.append(tuple(row))
+    return tuple(out)
+
+
+def _block(data: bytes | memoryview) -> tuple[tuple[Any, ...], ...]:
+    """One sealed block of a RecordLog from its section: BLOCK records in
+    chunks of CHUNK. _Malformed for another number of records."""
+    rows = _records(data)
+    if len(rows) != RecordLog.BLOCK:
+        raise _Malformed(f"a sealed block of {len(rows)} records, not {RecordLog.BLOCK}")
+    n = RecordLog.CHUNK
+    return tuple(rows[i:i + n] for i in range(0, len(rows), n))
+
+
 # -- encoding -----------------------------------------------------------------------------------
 
 def encode(state: ProjectionState, *, processor_identity: str | None, key: bytes | None = None) -> bytes:
@@ -133,22 +348,24 @@ def encode(state: ProjectionState, *, processor_identity: str | None, key: bytes
     not bound a Run yet (there is nothing to resume from)."""
     if state.run_id is None or state.thread_id is None:
         raise ValueError("a checkpoint needs a state that has observed at least one item")
+    if key is not None and not isinstance(key, (bytes, bytearray)):
+        raise TypeError(f"key must be bytes, not {type(key).__name__}")
     events = state.events
     sections: list[bytes | memoryview] = []
     if isinstance(events, LiveLog):
-        sections.append(_pickle(state))
+        sections.append(_state_json(state))
         retained, messages = False, events.messages is not None
     else:
-        sections.append(_pickle(attrs.evolve(state, events=RecordLog())))
-        sections.append(marshal.dumps((events._chunks, events._tail)))
-        blocks = events._blocks
+        sections.append(_state_json(attrs.evolve(state, events=RecordLog())))
+        sections.append(_records_json(events.unsealed()))
+        blocks = events.sealed_blocks()
         if isinstance(blocks, _LazyBlocks):
             sections.extend(blocks.encoded())
         else:
-            sections.extend(marshal.dumps(block) for block in blocks)
+            sections.extend(_records_json([r for chunk in block for r in chunk]) for block in blocks)
         retained, messages = True, False
     header = {
-        "format": FORMAT, "library": library_version(), "python": _PYTHON,
+        "format": FORMAT, "library": library_version(),
         "thread_id": state.thread_id, "run_id": state.run_id, "last_sequence": state.last_sequence,
         "position": stream_position(state), "event_count": len(events), "finished": state.finished,
         "retained": retained, "messages": messages,
@@ -160,15 +377,15 @@ def encode(state: ProjectionState, *, processor_identity: str | None, key: bytes
     return body + _digest(body, key)
 
 
+def _state_json(state: ProjectionState) -> bytes:
+    return json.dumps(_encode(state), separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+
 def stream_position(state: ProjectionState) -> int:
     """The position of the last item ``state`` has taken in its Run's stream
     (counted as the Host kit's journal counts it: from the root Run's first
     sequence, child Runs' items included)."""
     return state.last_sequence + sum(sub.run.history.next_sequence for sub in state.subagents.values())
-
-
-def _pickle(state: ProjectionState) -> bytes:
-    return pickle.dumps(state, protocol=5)
 
 
 def _digest(data: bytes | memoryview, key: bytes | None) -> bytes:
@@ -212,7 +429,7 @@ def inspect(data: bytes | memoryview) -> CheckpointInfo:
                               f"{FORMAT}", problem="version")
     try:
         return CheckpointInfo(
-            FORMAT, str(header["library"]), str(header["python"]), str(header["thread_id"]),
+            FORMAT, str(header["library"]), str(header["thread_id"]),
             str(header["run_id"]), int(header["last_sequence"]), int(header["position"]), int(header["event_count"]),
             bool(header["finished"]), bool(header["retained"]), bool(header["messages"]),
             None if header["processor"] is None else str(header["processor"]), str(header["digest"]), len(data))
@@ -224,12 +441,15 @@ def decode(data: bytes | memoryview, *, processor_identity: str | None, run_id: 
            key: bytes | None = None) -> ProjectionState:
     """The state checkpoint ``data`` holds, once everything checks out.
 
-    Raises TypeError for data that is not bytes, and CheckpointError: for
-    bytes that are not a checkpoint ("format"), of another format, library or
-    Python version ("version"), whose digest or contents do not match, or
-    that were written with a key when none is given or the other way round
-    ("corrupt"), of another Run than ``run_id`` ("foreign"), or written under
-    another processor identity ("processor"). Pure: returns a new value.
+    Never runs code named by the checkpoint: it is JSON, decoded into the
+    state's own types only (see the module comment). Raises TypeError for
+    data that is not bytes, and CheckpointError: for bytes that are not a
+    checkpoint ("format"), of another format or library version
+    ("version"), whose digest or contents do not match, or that were
+    written with a key when none is given or the other way round
+    ("corrupt"), of another Run than ``run_id`` ("foreign"), or written
+    under another processor identity ("processor"). Pure: returns a new
+    value.
     """
     if isinstance(data, (bytearray, memoryview)):
         data = bytes(data)  # the restored log keeps views of it: they must not change
@@ -237,18 +457,7 @@ def decode(data: bytes | memoryview, *, processor_identity: str | None, run_id: 
     if info.library != library_version():
         raise CheckpointError(f"a checkpoint written by harness-agui {info.library}; this is "
                               f"{library_version()}", problem="version")
-    if info.python != _PYTHON:
-        raise CheckpointError(f"a checkpoint written under Python {info.python}; this is Python {_PYTHON}",
-                              problem="version")
-    expected_digest = "crc32" if key is None else "hmac-sha256"
-    if info.digest != expected_digest:
-        raise CheckpointError(f"a checkpoint sealed with {info.digest}, read as {expected_digest} (a key is "
-                              f"needed exactly when it was written with one)", problem="corrupt")
-    view = memoryview(data)
-    trailer = _TRAILER[expected_digest]
-    body = view[:len(view) - trailer]
-    if len(body) <= len(MAGIC) or not hmac.compare_digest(_digest(body, key), bytes(view[len(view) - trailer:])):
-        raise CheckpointError("a damaged checkpoint: its checksum does not match its contents", problem="corrupt")
+    body = verify_seal(data, key)
     if info.processor != processor_digest(processor_identity):
         raise CheckpointError("a checkpoint written under another processor (its processor identity differs)",
                               problem="processor")
@@ -257,52 +466,69 @@ def decode(data: bytes | memoryview, *, processor_identity: str | None, run_id: 
     header, at = _header(data)
     lengths = header["sections"]
     if (not isinstance(lengths, list) or not lengths or not all(type(n) is int and n >= 0 for n in lengths)
-            or at + sum(lengths) != len(body) or len(lengths) == 1 and info.retained):
+            or at + sum(lengths) != len(body) or info.retained != (len(lengths) >= 2)):
         raise CheckpointError("a checkpoint whose sections do not add up", problem="corrupt")
     sections = []
     for n in lengths:
         sections.append(body[at:at + n])
         at += n
     try:
-        state = _Unpickler(io.BytesIO(sections[0])).load()
-        if not isinstance(state, ProjectionState):
-            raise ValueError(f"it holds a {type(state).__name__}")
+        state = _decode(json.loads(bytes(sections[0]).decode("utf-8", "surrogatepass")))
+        if type(state) is not ProjectionState:
+            raise _Malformed(f"it holds a {type(state).__name__}, not a projection state")
         if info.retained:
-            chunks, tail = marshal.loads(sections[1])
-            events = RecordLog._of(cast(Any, _LazyBlocks(tuple(sections[2:]))), chunks, tail)
+            if type(state.events) is not RecordLog or len(state.events):
+                raise _Malformed("the events of a retained checkpoint are not in their sections")
+            sealed = tuple(sections[2:])
+            # Keyed: sealed by this Host, decoded when read. Unkeyed: anyone can write a valid CRC, so
+            # every block is decoded and checked now.
+            blocks: Any = _LazyBlocks(sealed) if key is not None else pvector(_block(b) for b in sealed)
+            events = RecordLog.from_blocks(blocks, _records(sections[1]))
             state = attrs.evolve(state, events=events)
-    except CheckpointError:
-        raise
-    except Exception as e:  # anything a damaged pickle or marshal may raise
+        elif type(state.events) is not LiveLog:
+            raise _Malformed("a live-only checkpoint whose state keeps no live-only log")
+    except _Malformed as e:
+        raise CheckpointError(f"a checkpoint whose state does not decode: {e}", problem="corrupt") from None
+    except (ValueError, RecursionError) as e:  # JSON that does not parse, or nests beyond any state
         raise CheckpointError(f"a checkpoint whose state does not decode ({type(e).__name__}: {e})",
                               problem="corrupt") from None
     if (state.run_id != info.run_id or state.thread_id != info.thread_id
             or state.last_sequence != info.last_sequence or stream_position(state) != info.position
-            or state.finished != info.finished
-            or len(state.events) != info.event_count or isinstance(state.events, LiveLog) == info.retained):
+            or state.finished != info.finished or len(state.events) != info.event_count):
         raise CheckpointError("a checkpoint whose state does not match its header", problem="corrupt")
     return state
 
 
-class _Unpickler(pickle.Unpickler):
-    """Resolves only the classes a projection state is made of."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        allowed = module.startswith(("harness_agui.core.", "pyrsistent.")) or module == "pvectorc"
-        if allowed and not name.startswith("__"):
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"a checkpoint may not refer to {module}.{name}")
+def verify_seal(data: bytes | memoryview, key: bytes | None) -> memoryview:
+    """Check that checkpoint ``data`` is sealed as ``key`` says (its HMAC
+    under ``key``, or its CRC-32 for None) and return what the seal covers.
+    Raises TypeError for data that is not bytes and CheckpointError for bytes
+    that are not a checkpoint ("format", "version") or whose seal does not
+    match ("corrupt")."""
+    info = inspect(data)
+    expected_digest = "crc32" if key is None else "hmac-sha256"
+    if info.digest != expected_digest:
+        raise CheckpointError(f"a checkpoint sealed with {info.digest}, read as {expected_digest} (a key is "
+                              f"needed exactly when it was written with one)", problem="corrupt")
+    view = memoryview(data)
+    trailer = _TRAILER[expected_digest]
+    body = view[:len(view) - trailer]
+    if len(body) <= len(MAGIC) or not hmac.compare_digest(_digest(body, key), bytes(view[len(view) - trailer:])):
+        what = "its checksum does not match its contents" if key is None else "its HMAC does not match (damaged, " \
+            "or sealed with another key)"
+        raise CheckpointError(f"a damaged checkpoint: {what}", problem="corrupt")
+    return body
 
 
 # -- the lazily decoded blocks of a restored RecordLog -----------------------------------------------
 
 class _LazyBlocks:
-    """The sealed blocks of a restored RecordLog, in the place of its
-    persistent vector (the same operations: len, index, iterate, extend,
-    compare): each block is decoded from its marshalled bytes on first read
-    and then kept. The cache is filled, never changed, with values equal to
-    what a decode gives, so the object behaves as the immutable value it
-    stands for."""
+    """The sealed blocks of a RecordLog restored from a keyed checkpoint, in
+    the place of its persistent vector (the same operations: len, index,
+    iterate, extend, compare): each block is decoded from its section on
+    first read and then kept. The cache is filled, never changed, with
+    values equal to what a decode gives, so the object behaves as the
+    immutable value it stands for."""
 
     __slots__ = ("_sealed", "_cache", "_more")
 
@@ -313,10 +539,10 @@ class _LazyBlocks:
         self._more: PVector[Any] = more if more is not None else pvector()
 
     def encoded(self) -> Iterator[bytes | memoryview]:
-        """Every block as marshalled bytes (the sealed ones as they came)."""
+        """Every block as its section's bytes (the sealed ones as they came)."""
         yield from self._sealed
         for block in self._more:
-            yield marshal.dumps(block)
+            yield _records_json([r for chunk in block for r in chunk])
 
     def __len__(self) -> int:
         return len(self._sealed) + len(self._more)
@@ -330,7 +556,13 @@ class _LazyBlocks:
                 raise IndexError("block index out of range")
             block = self._cache[index]
             if block is None:
-                block = self._cache[index] = marshal.loads(self._sealed[index])
+                # Sealed under the Host's key by this library: it decodes, or the key was shared with
+                # someone who wrote what this release does not.
+                try:
+                    block = self._cache[index] = _block(self._sealed[index])
+                except _Malformed as e:
+                    raise CheckpointError(f"a keyed checkpoint whose block {index} does not decode: {e}",
+                                          problem="corrupt") from None
             return block
         return self._more[index - sealed]
 
@@ -342,7 +574,7 @@ class _LazyBlocks:
         return _LazyBlocks(self._sealed, self._cache, self._more.extend(blocks))
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, (_LazyBlocks, type(pvector()))):
+        if isinstance(other, (_LazyBlocks, PVector)):
             return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
         return NotImplemented
 
@@ -354,3 +586,4 @@ class _LazyBlocks:
 
     def __repr__(self) -> str:
         return f"<{len(self)} blocks, {sum(b is not None for b in self._cache)} of {len(self._sealed)} decoded>"
+

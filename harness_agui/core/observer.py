@@ -217,8 +217,9 @@ class HarnessAguiObserver:
         last sequence). The checkpoint is verified before any item is read
         (see ``restore`` for ``processor_identity``, ``run_id`` and ``key``;
         a live-only observer takes a retained checkpoint, not the other way
-        round). Only pass checkpoints the Host itself wrote: see
-        ``core.checkpoint``.
+        round). Restoring never runs code, whatever the bytes; seal
+        checkpoints kept where others could write with ``key`` (see
+        ``core.checkpoint``).
 
         Raises AguiObservationError if this observer has already observed an
         item or committed a resume, or if a resume is in progress;
@@ -298,10 +299,11 @@ class HarnessAguiObserver:
         mode; a retained checkpoint restores live-only, not the other way
         round.
 
-        Checkpoints are trusted data: restore only checkpoints the Host
-        itself wrote (the checksum is verified before anything is decoded,
-        and decoding resolves only this library's classes, but only a keyed
-        HMAC detects a deliberate change).
+        A checkpoint is decoded as data into the state's own types, so no
+        bytes can make restoring run code. Without ``key`` its CRC-32
+        detects damage only, and the whole checkpoint is checked as it is
+        decoded; with ``key`` its HMAC also refuses a change by anyone
+        without the key.
 
         Raises TypeError for ``data`` that is not bytes, ValueError for a
         processor without ``processor_identity``, and CheckpointError (an

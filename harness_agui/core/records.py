@@ -429,6 +429,30 @@ class RecordLog(Sequence[Record]):
         log._tail = tail
         return log
 
+    BLOCK = _BLOCK
+
+    def sealed_blocks(self) -> Sequence[tuple[Rows, ...]]:
+        """The log's sealed blocks, in order: each ``BLOCK`` records as a
+        tuple of ``CHUNK`` chunks of ``CHUNK`` records (for checkpoints)."""
+        return self._blocks
+
+    def unsealed(self) -> Rows:
+        """The records after the last sealed block (fewer than ``BLOCK``)."""
+        return tuple(r for chunk in self._chunks for r in chunk) + self._tail
+
+    @classmethod
+    def from_blocks(cls, blocks: Sequence[tuple[Rows, ...]], unsealed: Rows) -> RecordLog:
+        """The log whose ``sealed_blocks()`` are ``blocks`` and whose
+        ``unsealed()`` records are ``unsealed``. ``blocks`` is any sequence
+        that also has ``extend`` (a PVector, or a stand-in that decodes its
+        blocks when read, as a restored checkpoint's does); the caller
+        vouches that each holds exactly ``BLOCK`` records laid out in chunks.
+        Raises ValueError for ``BLOCK`` or more unsealed records."""
+        if len(unsealed) >= _BLOCK:
+            raise ValueError(f"a log has fewer than {_BLOCK} unsealed records, not {len(unsealed)}")
+        _, chunks, tail = _layout(unsealed)
+        return cls._of(blocks, chunks, tail)  # type: ignore[arg-type]
+
     def extend(self, records: Iterable[Record]) -> RecordLog:
         """A new log with ``records`` appended (this one if there are none)."""
         tail = self._tail + tuple(records)

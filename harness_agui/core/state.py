@@ -42,6 +42,7 @@ from pyrsistent import PMap, pmap
 
 from .history import INITIAL_CURSOR, HistoryCursor
 from .idmap import IdMap, IdSet
+from .livelog import LiveLog
 from .records import EventLog, RecordLog
 
 __all__ = [
@@ -107,7 +108,7 @@ class ProjectionState:
     parts: tuple[OpenPart, ...] = ()
     calls: IdMap[CallStatus] = IdMap()
     message_ids: IdSet = IdSet()
-    events: RecordLog = RecordLog()
+    events: RecordLog | LiveLog = RecordLog()
     delegation: Delegation | None = None
 
     @property
@@ -162,7 +163,7 @@ class ProjectionState:
     @classmethod
     def of(cls, history: HistoryCursor, request_index: int | None, parent_message_id: str | None,
            parts: tuple[OpenPart, ...], calls: IdMap[CallStatus], message_ids: IdSet,
-           events: RecordLog, delegation: Delegation | None = None) -> ProjectionState:
+           events: RecordLog | LiveLog, delegation: Delegation | None = None) -> ProjectionState:
         """``ProjectionState(...)`` with every field given, for the reducer's
         hot path: it fills the instance dict the way attrs' generated
         ``__init__`` does, without that method's per-call set-up (the class has

@@ -41,7 +41,6 @@ async def project_run(
     poll_interval: float | None = None,
     checkpoints: SqliteCheckpointStore | None = None,
     processor_identity: str | None = None,
-    checkpoint_key: bytes | None = None,
     observer: HarnessAguiObserver | None = None,
 ) -> HarnessAguiObserver:
     """Project one root Run's stream (with its child Runs' items) from the journal into the delivery log,
@@ -66,7 +65,7 @@ async def project_run(
     checkpoint that is damaged or does not verify is skipped for an older
     one or the full prefix. ``processor_identity`` names ``processor`` in
     the checkpoints (required with a processor: a checkpoint written under
-    another identity is never used), ``checkpoint_key`` makes them HMACs.
+    another identity is never used); the store seals them with its key.
 
     ``observer``, when given, is the fresh observer to project with (made
     with the processor, or with ``retain_events=False`` for a live-only
@@ -95,7 +94,7 @@ async def project_run(
         start = 0  # the events the rebuilt projection took from a checkpoint, not from the journal
         if cursor is not None and checkpoints is not None:
             used = await resume_from_checkpoint(observer, checkpoints, journal, run_id, through=cursor,
-                                                processor_identity=processor_identity, key=checkpoint_key)
+                                                processor_identity=processor_identity)
             start = 0 if used is None else used.event_count
         elif cursor is not None:
             await observer.resume(journal.read_prefix(run_id, through=cursor))
@@ -108,8 +107,7 @@ async def project_run(
                                             expected_cursor=cursor)
         cursor = 0 if cursor is None else cursor + 1  # the tail yields every position in turn
         if checkpoints is not None:
-            await asyncio.to_thread(checkpoints.offer, run_id, observer, processor_identity=processor_identity,
-                                    key=checkpoint_key)
+            await asyncio.to_thread(checkpoints.offer, run_id, observer, processor_identity=processor_identity)
         if publish is not None:
             publish(delivered)
     return observer
