@@ -47,6 +47,7 @@ from harness_agui import (
     is_fragment,
     reduce,
 )
+from harness_agui.core.state import RunState
 from harness_agui.testing import DEMO_START, SourceBuilder, simulated_run
 
 T0 = 1_796_029_200_000  # 2026-11-30T09:00:00Z in epoch milliseconds
@@ -129,7 +130,7 @@ def test_run_started_carries_the_first_items_thread_and_run() -> None:
 
 def test_a_state_whose_history_cursor_starts_later_takes_a_first_item_there_and_still_starts_the_run() -> None:
     item = SourceBuilder("thread-x", "run-y", first_sequence=41).observation("n", None).items[0]
-    state, events = reduce(ProjectionState(history=HistoryCursor(next_sequence=41)), item)
+    state, events = reduce(ProjectionState(root=RunState(history=HistoryCursor(next_sequence=41))), item)
     assert wire(events)[0] == {"type": "RUN_STARTED", "timestamp": T0, "threadId": "thread-x", "runId": "run-y"}
     assert (state.thread_id, state.run_id, state.last_sequence) == ("thread-x", "run-y", 41)
 

@@ -8,7 +8,6 @@ import io
 import pickle
 from typing import Any
 
-import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -59,14 +58,3 @@ def test_a_pickled_state_is_no_larger_than_its_records_need(items: list[Any]) ->
 
     Recording(io.BytesIO(pickle.dumps(state))).load()
     assert not [(m, n) for m, n in classes if m.startswith("ag_ui") or n == "Kind"]
-
-
-@given(st.one_of(complete_histories(), live_histories()))
-def test_the_reducers_fast_constructor_builds_the_same_state_as_the_attrs_one(items: list[Any]) -> None:
-    state = INITIAL_STATE
-    for item in items:
-        state = advance(state, item)
-        fields = [getattr(state, a.name) for a in attrs.fields(ProjectionState)]
-        slow = ProjectionState(*fields)
-        assert slow == state
-        assert list(vars(slow).items()) == list(vars(state).items())

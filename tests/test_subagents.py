@@ -30,9 +30,8 @@ from harness_agui.core.errors import (
     SequenceOrderError,
     UnknownSubagentError,
 )
-from harness_agui.core.reduce import advance
+from harness_agui.core.reduce import CUT_OFF, advance
 from harness_agui.core.state import INITIAL_STATE
-from harness_agui.core.subagents import CUT_OFF
 from harness_agui.testing import (
     RunWriter,
     delegating_histories,

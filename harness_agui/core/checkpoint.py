@@ -169,11 +169,9 @@ _CLASSES: dict[str, _Codec] = {
     "ProjectionState": _attrs_codec(ProjectionState),
     "HistoryCursor": _tuple_codec(HistoryCursor),
     "OpenPart": _tuple_codec(state.OpenPart),
+    "RunState": _tuple_codec(state.RunState),
     "SubagentState": _attrs_codec(state.SubagentState),
-    "Delegation": _attrs_codec(state.Delegation),
-    "LiveLog": _Codec(LiveLog, _live_log_fields, LiveLog._of, lambda: (
-        int, PVector[str], PVector[str], PVector[tuple[Any, ...]], PVector[int],
-        conversation.Messages | None)),
+    "LiveLog": _Codec(LiveLog, _live_log_fields, LiveLog, lambda: (int, conversation.Messages | None)),
     "RecordLog": _Codec(RecordLog, _empty_log_fields, RecordLog, tuple),
     "Messages": _attrs_codec(conversation.Messages),
     "Message": _attrs_codec(conversation._Message),
@@ -385,7 +383,7 @@ def stream_position(state: ProjectionState) -> int:
     """The position of the last item ``state`` has taken in its Run's stream
     (counted as the Host kit's journal counts it: from the root Run's first
     sequence, child Runs' items included)."""
-    return state.last_sequence + sum(sub.run.history.next_sequence for sub in state.subagents.values())
+    return state.position
 
 
 def _digest(data: bytes | memoryview, key: bytes | None) -> bytes:

@@ -46,7 +46,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, TypeVar
+from typing import Any
 
 import attrs
 from ag_ui.core import (
@@ -62,6 +62,7 @@ from pyrsistent import PMap, PVector, pmap, pvector
 
 from . import _json
 from . import records as ev
+from ._fast import with_fields
 from .records import Record
 
 __all__ = ["Messages", "EMPTY_MESSAGES", "fold_records", "messages_of", "messages_json", "catch_up_events"]
@@ -154,17 +155,7 @@ class Messages:
 
 EMPTY_MESSAGES = Messages()
 
-_T = TypeVar("_T", Messages, _Message, _Call, _Open)
-_new = object.__new__
-
-
-def _copy(value: _T, **changes: Any) -> _T:
-    # attrs.evolve without its per-call introspection (these classes have no validators or converters).
-    new = _new(type(value))
-    fields = new.__dict__
-    fields.update(value.__dict__)
-    fields.update(changes)
-    return new
+_copy = with_fields  # attrs.evolve for these classes, without its per-call introspection (see _fast)
 
 
 def fold_records(messages: Messages, records: Iterable[Record]) -> Messages:

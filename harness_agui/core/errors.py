@@ -7,7 +7,7 @@
 #     │   │   ├── SequenceOrderError        a repeated or decreasing sequence
 #     │   │   │   └── JournalConflictError  ... whose item differs from the one stored there (host)
 #     │   │   ├── SequenceGapError          a skipped sequence (a retention gap)
-#     │   │   │   └── UnknownSubagentError  ... of a subagent Run the stream never announced (core.subagents)
+#     │   │   │   └── UnknownSubagentError  ... of a subagent Run the stream never announced (core.reduce)
 #     │   │   ├── AfterTerminalError        an item after the terminal result
 #     │   │   │   └── FinishedSubagentError ... of, or naming, a subagent Run that already finished
 #     │   │   └── IncompletePrefixError     a prefix that stops short of its handoff cursor
@@ -186,7 +186,7 @@ class IncompletePrefixError(HistoryError):
 
 
 class UnknownSubagentError(ForeignRunError):
-    """In a stream that carries subagent Runs (see ``core.subagents``): an
+    """In a stream that carries subagent Runs (see ``core.reduce``): an
     item of a Run that started as a subagent Run but was never announced in
     the stream, an announcement that names a parent Run the stream does not
     know, a delegation end sent by a Run that did not start that subagent, or

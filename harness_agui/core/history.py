@@ -41,10 +41,12 @@ import attrs
 from pyrsistent import pmap
 from pyrsistent.typing import PMap
 
+from ._fast import new_tuple
 from .errors import AfterTerminalError, ForeignRunError, SequenceGapError, SequenceOrderError
 from .source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
 
-__all__ = ["HistoryCursor", "advance", "INITIAL_CURSOR", "StreamCursor", "advance_stream"]
+__all__ = ["HistoryCursor", "advance", "INITIAL_CURSOR", "StreamCursor", "advance_stream", "is_root_item",
+           "advance_in_stream"]
 
 
 # A NamedTuple, not a frozen attrs class: a cursor is four atomic values, one
@@ -102,13 +104,10 @@ def advance(cursor: HistoryCursor, item: HarnessStreamEvent) -> HistoryCursor:
     run_id, thread_id, due, finished = cursor  # one unpacking: cheaper than four field reads
     seq = item.sequence
     if seq == due and item.run_id == run_id and item.thread_id == thread_id and not finished:
-        # HistoryCursor(...) without the generated __new__'s Python frame.
-        return _new(HistoryCursor, (run_id, thread_id, seq + 1,
+        return new_tuple(HistoryCursor, (run_id, thread_id, seq + 1,
                                     type(item) is not HarnessEvent and isinstance(item, HarnessRunResultEvent)))
     return _slow(cursor, item)
 
-
-_new = tuple.__new__
 
 
 def _slow(cursor: HistoryCursor, item: HarnessStreamEvent) -> HistoryCursor:
@@ -139,7 +138,7 @@ def _slow(cursor: HistoryCursor, item: HarnessStreamEvent) -> HistoryCursor:
 #
 # A Run that delegates publishes one stream: its own items and those of its
 # child Runs (and theirs), interleaved, each Run numbering its own items from
-# 0 (core/subagents.py). What a store keeps is that stream in arrival order,
+# 0 (core/reduce.py). What a store keeps is that stream in arrival order,
 # and what it hands over is a *position* in it: the index of an item in the
 # stream, counted from the root Run's first sequence, so that for a Run
 # without children the position of an item is its sequence. A StreamCursor
@@ -200,24 +199,30 @@ class StreamCursor:
         return f"StreamCursor({self.root!r}, next_position={self.next_position}{kids})"
 
 
-def advance_stream(cursor: StreamCursor, item: HarnessStreamEvent) -> StreamCursor:
-    """The stream cursor after ``item``, the next item of a root Run's stream.
+def is_root_item(root: HistoryCursor, item: HarnessStreamEvent, opened: bool = False) -> bool:
+    """The membership rule of a stream: whether ``item`` is an item of the
+    root Run whose cursor is ``root`` (of its run id, or the stream's first
+    item, which binds the root unless ``opened`` says the first item lies
+    behind) rather than of a child Run."""
+    return item.run_id == root.run_id or not (root.started or opened)
 
-    The root's first item binds the root Run (unless preset). An item of the
-    root goes through ``advance`` on the root's cursor; an item of any other
-    run id is a child item: after the root's terminal result it is an
+
+def advance_in_stream(root: HistoryCursor, child: HistoryCursor | None, item: HarnessStreamEvent,
+                      opened: bool = False) -> HistoryCursor:
+    """The cursor of ``item``'s Run after ``item``, the next item of a root
+    Run's stream: the root's cursor for an item of the root (``is_root_item``),
+    else the cursor of the child Run, given as ``child`` (None for a Run new
+    to the stream).
+
+    A child item after the root's terminal result is an
     ``AfterTerminalError`` naming the root (a ``ForeignRunError`` when the
-    Run is new to the stream: nothing starts once it has ended), otherwise it goes through
-    ``advance`` on that child's own cursor (a new child starts at sequence 0
-    and binds its own Thread; the first item of an unseen run id at another
-    sequence is a ForeignRunError naming the root). Before the root's first item, an item of
-    another Run is the ForeignRunError of ``advance``. Raises what
-    ``advance`` raises; ``cursor`` is unchanged on error.
+    Run is new to the stream: nothing starts once it has ended); a new child
+    starts at sequence 0 and binds its own Thread (another first sequence is
+    a ForeignRunError naming the root); then the item goes through
+    ``advance`` on its Run's cursor. Raises what ``advance`` raises.
     """
-    root = cursor.root
-    if item.run_id == root.run_id or not (root.started or cursor.opened):
-        return StreamCursor(advance(root, item), cursor.children, cursor.next_position + 1, cursor.opened)
-    child = cursor.children.get(item.run_id)
+    if is_root_item(root, item, opened):
+        return advance(root, item)
     if root.finished and child is None:  # nothing starts once the stream has ended: another Run's item
         raise ForeignRunError(f"an item of run {item.run_id!r} in the history of run {root.run_id!r}",
                               run_id=root.run_id, sequence=item.sequence, thread_id=root.thread_id,
@@ -234,5 +239,25 @@ def advance_stream(cursor: StreamCursor, item: HarnessStreamEvent) -> StreamCurs
                                   thread_id=root.thread_id, found_run_id=item.run_id,
                                   found_thread_id=item.thread_id)
         child = HistoryCursor(item.run_id)
-    return StreamCursor(root, cursor.children.set(item.run_id, advance(child, item)), cursor.next_position + 1,
-                        cursor.opened)
+    return advance(child, item)
+
+
+def advance_stream(cursor: StreamCursor, item: HarnessStreamEvent) -> StreamCursor:
+    """The stream cursor after ``item``, the next item of a root Run's stream.
+
+    The root's first item binds the root Run (unless preset). An item of the
+    root goes through ``advance`` on the root's cursor; an item of any other
+    run id is a child item: after the root's terminal result it is an
+    ``AfterTerminalError`` naming the root (a ``ForeignRunError`` when the
+    Run is new to the stream: nothing starts once it has ended), otherwise it goes through
+    ``advance`` on that child's own cursor (a new child starts at sequence 0
+    and binds its own Thread; the first item of an unseen run id at another
+    sequence is a ForeignRunError naming the root). Before the root's first item, an item of
+    another Run is the ForeignRunError of ``advance``. Raises what
+    ``advance`` raises; ``cursor`` is unchanged on error.
+    """
+    root = cursor.root
+    if is_root_item(root, item, cursor.opened):
+        return StreamCursor(advance(root, item), cursor.children, cursor.next_position + 1, cursor.opened)
+    child = advance_in_stream(root, cursor.children.get(item.run_id), item, cursor.opened)
+    return StreamCursor(root, cursor.children.set(item.run_id, child), cursor.next_position + 1, cursor.opened)

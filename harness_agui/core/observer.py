@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import AsyncIterable, Iterable
-from typing import Any, cast
+from typing import Any
 
 import attrs
 from ag_ui.core import BaseEvent
@@ -83,7 +83,7 @@ class HarnessAguiObserver:
             raise TypeError("retain_events and track_messages must be bools")
         self._processor = processor
         self._initial: ProjectionState = INITIAL_STATE if retain_events else attrs.evolve(
-            INITIAL_STATE, events=cast(RecordLog, LiveLog(track_messages=track_messages)))
+            INITIAL_STATE, events=LiveLog.tracking(track_messages))
         self._state: ProjectionState = self._initial
         self._resumed = False
         self._resuming = False
@@ -340,7 +340,7 @@ class HarnessAguiObserver:
             else:
                 live = LiveLog.of_records(events, track_messages=track)
             if live is not events:
-                state = attrs.evolve(state, events=cast(RecordLog, live))
+                state = attrs.evolve(state, events=live)
         elif isinstance(events, LiveLog):
             raise CheckpointError("a live-only checkpoint holds no events, for an observer that retains them",
                                   problem="mode")

@@ -1,46 +1,66 @@
 # Theory of operation
 # -------------------
-# ``advance(state, item, processor)`` is the one transition of the library.
-# It checks the item's type, then its place in the Run's history through
-# ``history.advance`` (correlation, contiguous sequences from 0, nothing after
-# the terminal item: the one policy every reader shares), converts it into
-# AG-UI records, lets the optional processor rewrite or drop them, and
-# returns a new ProjectionState with the records appended. It never mutates
-# its inputs and raises before building anything when the item is
-# unacceptable, so a caller that simply does not keep the result on error
-# needs no clean-up. ``reduce`` is the public face of the
-# same transition: it also builds the new AG-UI events for the caller.
+# ``step(state, item, processor)`` is the one transition of the library; it
+# never mutates its inputs and raises before building anything when the item
+# is unacceptable, so a caller that simply does not keep the result on error
+# needs no clean-up. ``reduce`` is its public face (it also builds the AG-UI
+# events); ``advance`` keeps only the state.
 #
-# Conversion is a single ``match`` on the payload type. Ids and timestamps
-# come only from the item (the part's own id, else
+# A stream is one root Run and, when it delegates, its child Runs: the
+# Harness forwards every child's items into the root's stream, each child
+# with its own run id, thread id and sequences from 0, interleaved with the
+# rest (nesting goes as deep as delegation does). The first item binds the
+# root; ``history.is_root_item`` (the stores' membership rule too) says
+# whether an item is the root's or a child's. A step then runs, in order:
+#
+#   1. the Run's order: ``history.advance`` on that Run's own cursor (the one
+#      policy every reader shares), and for a child the delegation lifecycle
+#      (below), which may refuse the item first;
+#   2. the delegation lifecycle, as one table (``_child_step``,
+#      ``_delegation_end``, ``_terminal_step``):
+#        - a child's first item (its lifecycle run_started, sequence 0) is
+#          converted and its events held until its announcement;
+#        - its second item must be the announcement (a delegation
+#          ``inline_delegation`` "started" notice under the child's own run
+#          id): SUBAGENT_STARTED, then the held events, then its own;
+#        - a delegation end ("completed" / "failed", under the delegating
+#          Run) closes the child's running children (deepest first,
+#          SUBAGENT_ERROR ``CUT_OFF``), then the child's open parts, then
+#          SUBAGENT_FINISHED (result: the child's last assistant text as
+#          published) or SUBAGENT_ERROR (code: the delegation's status), before
+#          the item's own events;
+#        - the root's terminal item closes every child still running the same
+#          way, emits the held events of children never announced, then
+#          closes the root's parts and ends the run;
+#   3. the per-Run rulebook, ``_run_step``, the same for the root and every
+#      child: parts, tokens, tool calls and results, inputs, notices (below);
+#   4. publishing (``_publish``): a message id or tool call id that another
+#      Run of the stream published first is published as ``<id>:<run_id>``
+#      (``<id>:<run_id>:<n>`` while taken), and every later event of that Run
+#      that refers to it follows; a child's events carry its
+#      ``subagent_run_id``; every published id is registered to its Run;
+#   5. the processor, once per event (``_emitted``). A child's held events
+#      were processed when their item came.
+#
+# The rulebook of a Run. Conversion is a single ``match`` on the payload
+# type. Ids and timestamps come only from the item (the part's own id, else
 # ``<run_id>:request-<n>:part-<index>:<kind>``; ``occurred_at`` in epoch
-# milliseconds), so replaying a history gives the same bytes as observing it.
-#
-# Parts: a start opens an ``OpenPart`` at its index, deltas stream content
+# milliseconds), so replaying a history gives the same bytes as observing
+# it. A part start opens an ``OpenPart`` at its index, deltas stream content
 # and count what was emitted, the end emits whatever the final part holds
 # beyond that count and closes the message. A tool call's START waits until
 # its name is known; its args text is held back until then. Whole-object args
 # are emitted once, as compact JSON, when the part ends. Parts still open
-# when a new model request starts, or when the terminal item arrives, are
-# closed as if they had ended with what was streamed.
+# when a new model request starts are closed and kept as retired (a late end
+# or delta of one becomes a CUSTOM event); at the terminal item they are
+# closed. Tool calls go open -> ended -> answered: a result for an ended call
+# is TOOL_CALL_RESULT; for a call this Run never started (or already
+# answered) a CUSTOM event, since AG-UI has no valid way to answer an unknown
+# call; for a call whose part is still open, an error (the Harness runs tools
+# only after the model response).
 #
-# Tool calls are tracked by id through open -> ended -> answered. A result
-# for an ended call becomes TOOL_CALL_RESULT; for a call this Run never
-# started (or already answered) it becomes a CUSTOM event, since AG-UI has no
-# valid way to answer an unknown call; for a call whose part is still open
-# it is an error (the Harness runs tools only after the model response).
-#
-# Tokens (a text, thinking or args delta of the one part streaming, most of
-# a Run's items) take a lane that does the same without the dispatch: see
-# ``_token_step``. Everything else, and every case that can fail, takes
-# ``_step``, which is the whole rule book.
-#
-# Subagents: the first item binds the root Run; an item of another run id is
-# an item of a delegated child Run. ``step`` runs the plain path below until
-# the first such item, and from then on (``state.delegation`` set) hands every
-# item to ``core.subagents``, which converts each Run's items with this very
-# conversion (``_PerRun``) on that Run's own per-Run state and appends the
-# child's records, attributed with its ``subagent_run_id``, to the one log.
+# Nothing here reads the emitted events back: what a rule needs (id owners, a
+# child's last text) is kept in the state (``core.state``).
 
 from __future__ import annotations
 
@@ -50,16 +70,18 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ag_ui.core import BaseEvent
+from pyrsistent import pvector
 
 from . import _json
 from . import records as ev
-from . import subagents as _subagents
+from ._fast import part_streamed, projection_state, run_state, with_fields
 from .custom import CUSTOM_FRAGMENT_CHARS, CUSTOM_MAX_CHARS, custom_records
-from .errors import AguiObservationError, ForeignRunError, HistoryError
-from .history import HistoryCursor
+from .errors import AguiObservationError, FinishedSubagentError, ForeignRunError, UnknownSubagentError
+from .history import HistoryCursor, advance_in_stream, is_root_item
 from .history import advance as advance_history
-from .idmap import IdMap, IdSet
+from .idmap import IdMap
 from .jsonform import content_to_json, deferred_call_to_json, payload_to_json
+from .notices import delegation_notice, is_run_started, model_request_started
 from .processor import apply_processor
 from .records import Record
 from .source import (
@@ -96,14 +118,19 @@ from .source import (
     UnknownEvent,
     UnknownPart,
 )
-from .state import OpenPart, PartKind, ProjectionState, find_part
+from .state import INITIAL_RUN, OpenPart, PartKind, ProjectionState, RunState, SubagentState, SubagentStatus, find_part
 
-__all__ = ["Processor", "reduce", "advance", "INPUT_CHUNK_CHARS", "CUSTOM_MAX_CHARS", "CUSTOM_FRAGMENT_CHARS"]
+__all__ = ["Processor", "reduce", "advance", "step", "INPUT_CHUNK_CHARS", "CUSTOM_MAX_CHARS",
+           "CUSTOM_FRAGMENT_CHARS", "CUT_OFF"]
 
 Processor = Callable[[HarnessStreamEvent, BaseEvent], "BaseEvent | None"]
 
 INPUT_CHUNK_CHARS = 8192
 """Input text is carried in CUSTOM events of at most this many characters."""
+
+CUT_OFF = "harness_agui.subagent_cut_off"
+"""The SUBAGENT_ERROR code of a subagent still running when its parent
+finished or the root Run ended."""
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MS = timedelta(milliseconds=1)
@@ -115,11 +142,7 @@ _PART_NAMES: dict[type, str] = {BuiltinToolReturnPart: "builtin_tool_return", Fi
 _PAYLOAD_NAMES: dict[type, str] = {FinalResultEvent: "final_result",
                                    DeferredToolRequestsEvent: "deferred_tool_requests",
                                    EnqueuedMessagesEvent: "enqueued_messages"}
-
-
-def _unknown_kind(part: Any) -> str:
-    assert isinstance(part, UnknownPart)
-    return f"part.{part.part_kind}"
+_SUCCESS = _json.dumps({"type": "success"})
 
 
 def reduce(
@@ -131,16 +154,15 @@ def reduce(
     objects). Pure: ``state`` and ``item`` are not changed.
 
     Raises TypeError for an item that is not a Harness stream item; a
-    ``HistoryError`` (ForeignRunError, AfterTerminalError, SequenceOrderError,
-    SequenceGapError; see ``core.history`` for the policy: a Run's items are
-    numbered contiguously from 0) for an item out of the Run's order, and in a
-    stream that carries subagent Runs (``core.subagents``), the same per Run,
-    UnknownSubagentError (a ForeignRunError) for an item of a Run the stream
-    never announced and FinishedSubagentError (an AfterTerminalError) for an
-    item of, or naming, a subagent Run that already finished; and
-    AguiObservationError for an item the projection does not allow or a
-    processor that breaks its contract; exceptions from the processor itself
-    propagate. In every case no new state exists.
+    ``HistoryError`` for an item out of its Run's order (ForeignRunError,
+    AfterTerminalError, SequenceOrderError, SequenceGapError; see
+    ``core.history``: each Run's items are numbered contiguously from 0),
+    UnknownSubagentError (a ForeignRunError) for an item of a child Run the
+    stream never announced, and FinishedSubagentError (an
+    AfterTerminalError) for an item of, or naming, a child Run that already
+    finished; and AguiObservationError for an item the projection does not
+    allow or a processor that breaks its contract; exceptions from the
+    processor itself propagate. In every case no new state exists.
     """
     new, records = step(state, item, processor)
     return new, tuple(ev.build(r) for r in records)
@@ -155,201 +177,384 @@ def advance(state: ProjectionState, item: HarnessStreamEvent, processor: Process
 def step(state: ProjectionState, item: HarnessStreamEvent,
          processor: Processor | None = None) -> tuple[ProjectionState, list[Record]]:
     """``advance``, also returning the records it appended (the observer's
-    hot path: no slicing of the accumulated records)."""
-    if type(item) is HarnessEvent and type(item.event) is PartDeltaEvent and state.delegation is None:
-        stepped = _token_step(state, item, item.event, processor)
-        if stepped is not None:
-            return stepped
-    return _step(state, item, processor)
-
-
-def _step(state: ProjectionState, item: HarnessStreamEvent,
-          processor: Processor | None) -> tuple[ProjectionState, list[Record]]:
-    """``step`` for every item: what ``_token_step`` does for a token too."""
-    if not isinstance(item, (HarnessEvent, HarnessRunResultEvent)):
+    hot path). See ``reduce`` for what it raises."""
+    if type(item) is not HarnessEvent and not isinstance(item, (HarnessEvent, HarnessRunResultEvent)):
         raise TypeError(f"expected HarnessEvent or HarnessRunResultEvent, not {type(item).__name__}")
-    if state.delegation is not None:  # the stream has carried a subagent Run: see core/subagents.py
-        return _subagents.step(state, item, processor, _PER_RUN)
-    try:
-        history = advance_history(state.history, item)  # the order of the Run's history: raises HistoryError
-    except ForeignRunError:
-        if item.run_id == state.history.run_id:
-            raise
-        return _subagents.step(state, item, processor, _PER_RUN)  # another Run: a subagent's first item
-    records: list[Record] = []
-    parts: tuple[OpenPart, ...]
+    root = state.root
+    if not is_root_item(root.history, item):
+        return _child_step(state, item, processor)
+    history = advance_history(root.history, item)  # the root Run's order: raises HistoryError
     ts = (item.occurred_at - _EPOCH) // _MS
-    if state.history.thread_id is None:
-        records.append(ev.run_started(ts, item.thread_id, item.run_id))
+    if type(item) is HarnessRunResultEvent:
+        return _terminal_step(state, history, item, ts, processor)
+    assert isinstance(item, HarnessEvent)
+    out: list[Record] = []
+    if root.history.thread_id is None:
+        out.append(ev.run_started(ts, item.thread_id, item.run_id))
+    subagents = state.subagents
+    pieces: list[tuple[bool, list[Record]]] = []
+    if subagents:
+        state, closed = _delegation_end(state, item, ts)
+        if closed:
+            pieces.append((True, closed))
+    run = _run_step(root, history, item, ts, out)
+    if out:
+        state, run, out = _publish(state, run, item.run_id, out, attribute=False)
+    if not pieces:  # every item but a delegation end: the hot path
+        records = out if processor is None or not out else apply_processor(processor, item, out)
+        new = projection_state(state, run, state.events.extend(records) if records else state.events)
+        if subagents:
+            new = _note_texts(new, records)
+        return new, records
+    pieces.append((True, out))
+    return _emit(with_fields(state, root=run), item, processor, pieces)
 
-    message_ids = state.message_ids
+
+# -- the delegation lifecycle ----------------------------------------------------------------------
+
+def _child_step(state: ProjectionState, item: HarnessStreamEvent,
+                processor: Processor | None) -> tuple[ProjectionState, list[Record]]:
+    """An item of a child Run (any run id but the bound root's)."""
+    root_id, run_id = state.run_id, item.run_id
+    sub = state.subagents.get(run_id)
+    if sub is None:
+        if item.sequence != 0 or not is_run_started(item):
+            # Nothing says this is a subagent Run: as for any reader of one Run's history, a foreign Run.
+            raise _foreign(state, item, f"an item of run {run_id!r} in the stream of run {root_id!r} (a subagent "
+                                        f"run starts with its lifecycle run_started at sequence 0)")
+        if state.finished:
+            raise _unknown(state, item, f"subagent run {run_id!r} starts after the terminal result of run "
+                                        f"{root_id!r}")
+        sub = SubagentState(run_id, INITIAL_RUN)
+    elif sub.finished:
+        raise FinishedSubagentError(
+            f"an item of subagent run {run_id!r}, which already {_ended(sub)} in the stream of run {root_id!r}",
+            run_id=run_id, sequence=item.sequence, subagent_run_id=run_id, root_run_id=root_id)
+    history = advance_in_stream(state.root.history, sub.run.history if sub.run.history.started else None, item)
     if isinstance(item, HarnessRunResultEvent):
-        calls = _close_all(state, ts, records)
-        records.extend(_terminal(item, ts))
-        parts, request, parent = (), state.request_index, None
+        raise AguiObservationError(
+            f"a terminal result of subagent run {run_id!r} in the stream of run {root_id!r}: only the root Run "
+            f"has one", sequence=item.sequence)
+    ts = (item.occurred_at - _EPOCH) // _MS
+    pieces: list[tuple[bool, list[Record]]] = []
+    if not sub.run.history.started:  # its first item: held until the announcement
+        pass
+    elif sub.status == "pending":
+        state, sub, started = _announce(state, sub, item, ts)
+        pieces += [(True, started), (False, list(sub.pending))]
+        sub = with_fields(sub, pending=())
     else:
-        parts, calls, request, parent = _project(state, item, ts, records)
-        if isinstance(item.event, PartStartEvent):
-            message_ids = _with_started_message(message_ids, item.event, parts)
+        state, closed = _delegation_end(state, item, ts)
+        pieces.append((True, closed))
+        sub = state.subagents[run_id]
+    own: list[Record] = []
+    run = _run_step(sub.run, history, item, ts, own)
+    state, run, own = _publish(state, run, run_id, own, attribute=True)
+    sub = with_fields(sub, run=run)
+    if not pieces:
+        held = own if processor is None or not own else apply_processor(processor, item, own)
+        return with_fields(state, subagents=state.subagents.set(run_id, with_fields(sub, pending=tuple(held)))), []
+    pieces.append((True, own))
+    return _emit(with_fields(state, subagents=state.subagents.set(run_id, sub)), item, processor, pieces)
 
-    if processor is not None and records:
-        records = apply_processor(processor, item, records)
-    return ProjectionState.of(
-        history, request, parent, parts, calls, message_ids,
-        state.events.extend(records) if records else state.events,
-    ), records
 
-
-# The token lane. Most items of a Run are tokens: a text, thinking or tool
-# call args delta of the one part that is streaming. For those, _token_step
-# does what _step would (the same history check, record, part and state)
-# without _step's dispatch, which saves about 7% of observe_encoded() on the
-# benchmark's Runs (bench/pipeline.py). Anything else, including every case
-# that could fail, goes to _step. tests/test_token_lane.py checks that both
-# give equal states and records for every item of generated histories.
-
-def _token_step(state: ProjectionState, item: HarnessEvent, payload: PartDeltaEvent,
-                processor: Processor | None) -> tuple[ProjectionState, list[Record]] | None:
-    """``_step(state, item, processor)`` for a token, or None to take ``_step``."""
-    parts = state.parts
-    if len(parts) != 1:
-        return None
-    part, delta = parts[0], payload.delta
-    if part.index != payload.index or part.retired:
-        return None
-    make: Callable[[int, str, str], Record]
-    text: Any
-    if type(delta) is TextPartDelta:
-        if part.kind != "text":
-            return None
-        text, make = delta.content_delta, ev.text_content
-    elif type(delta) is ThinkingPartDelta:
-        if part.kind != "thinking" or delta.signature_delta:
-            return None
-        text, make = delta.content_delta, ev.reasoning_content
-    elif type(delta) is ToolCallPartDelta:
-        if (part.kind != "tool_call" or not part.started or part.object_args_json is not None
-                or delta.tool_name_delta or (delta.tool_call_id is not None and delta.tool_call_id != part.message_id)):
-            return None
-        text, make = delta.args_delta, ev.tool_call_args
+def _announce(state: ProjectionState, sub: SubagentState, item: HarnessEvent,
+              ts: int) -> tuple[ProjectionState, SubagentState, list[Record]]:
+    """A pending child's second item, which must be its announcement."""
+    root_id, run_id = state.run_id, sub.run_id
+    notice = delegation_notice(item.event)
+    if notice is None or notice.action != "started" or notice.child_run_id != run_id:
+        raise _unknown(state, item, f"an item of run {run_id!r}, which the stream of run {root_id!r} never "
+                                    f"announced as a subagent run (its sequence 1 must be its inline_delegation "
+                                    f"started notice)")
+    parent_id = notice.parent_run_id
+    if parent_id == root_id:
+        depth, parent_subagent, parent_calls = 1, None, state.root.renamed_calls
     else:
-        return None
-    if not text or type(text) is not str:  # nothing to stream, or object args
-        return None
-    try:
-        history = advance_history(state.history, item)
-    except HistoryError:
-        return None  # _step raises it, or takes the item of another Run as a subagent's
-    record = make((item.occurred_at - _EPOCH) // _MS, part.message_id, text)
-    # ProjectionState.of with all but three fields as they were: the instance dict, copied.
-    fields = state.__dict__.copy()
-    fields["history"] = history
-    fields["parts"] = (_streamed(part, part.streamed + len(text)),)
-    if processor is None:
-        records = [record]
-        fields["events"] = state.events.append(record)
+        parent = state.subagents.get(parent_id) if parent_id is not None else None
+        if parent is None or parent.status == "pending":
+            raise _unknown(state, item, f"subagent run {run_id!r} names parent run {parent_id!r}, which is neither "
+                                        f"run {root_id!r} nor a subagent run announced in its stream",
+                           parent_run_id=parent_id)
+        if parent.finished:
+            raise FinishedSubagentError(
+                f"subagent run {run_id!r} names parent run {parent_id!r}, which already {_ended(parent)}",
+                run_id=run_id, sequence=item.sequence, subagent_run_id=parent_id, root_run_id=root_id)
+        depth, parent_subagent, parent_calls = parent.depth + 1, parent.run_id, parent.run.renamed_calls
+    call = notice.parent_tool_call_id
+    if call is not None:
+        call = parent_calls.get(call, call)
+    name = notice.subagent or "subagent"
+    sub = with_fields(sub, status="running", name=name, parent_run_id=parent_id, parent_tool_call_id=call,
+                      depth=depth, order=state.announced)
+    state = with_fields(state, announced=state.announced + 1)
+    return state, sub, [ev.subagent_started(ts, run_id, name, parent_subagent, call)]
+
+
+def _delegation_end(state: ProjectionState, item: HarnessEvent, ts: int) -> tuple[ProjectionState, list[Record]]:
+    """If ``item`` ends a delegation of its Run, close that child: the records
+    to emit before the item's own."""
+    notice = delegation_notice(item.event)
+    if notice is None or notice.action not in ("completed", "failed") or notice.child_run_id is None:
+        return state, []
+    child_id = notice.child_run_id
+    child = state.subagents.get(child_id)
+    if child is None or child.status == "pending":
+        return state, []  # a dispatch that failed before the child ran: only the item's own CUSTOM event
+    if child.finished:
+        raise FinishedSubagentError(
+            f"run {item.run_id!r} ends the delegation to subagent run {child_id!r}, which already {_ended(child)}",
+            run_id=item.run_id, sequence=item.sequence, subagent_run_id=child_id, root_run_id=state.run_id)
+    if child.parent_run_id != item.run_id:
+        raise _unknown(state, item, f"run {item.run_id!r} ends the delegation to subagent run {child_id!r}, which "
+                                    f"run {child.parent_run_id!r} started",
+                       found_run_id=item.run_id, subagent_run_id=child_id, parent_run_id=child.parent_run_id)
+    out: list[Record] = []
+    for sub in sorted(_descendants(state, child_id), key=lambda s: (-s.depth, s.order)):
+        state = _close_subagent(state, sub.run_id, ts, "cut_off", out,
+                                f"subagent {sub.name!r} was still running when its parent finished", CUT_OFF)
+    if notice.action == "completed":
+        state = _close_subagent(state, child_id, ts, "completed", out)
     else:
-        records = apply_processor(processor, item, [record])
-        if records:
-            fields["events"] = state.events.extend(records)
-    new = _new(ProjectionState)
-    _set_dict(new, "__dict__", fields)
-    return new, records
+        status = notice.status or "failed"
+        state = _close_subagent(state, child_id, ts, "failed", out,
+                                f"subagent {child.name!r} did not complete ({status})", status)
+    return state, out
 
 
-def _with_started_message(message_ids: IdSet, payload: PartStartEvent, parts: tuple[OpenPart, ...]) -> IdSet:
-    """``message_ids`` plus the id of the text or reasoning message the part
-    start ``payload`` opened (the same set for a tool call)."""
-    if isinstance(payload.part, (TextPart, ThinkingPart)):
-        started = find_part(parts, payload.index)
-        assert started is not None
-        return message_ids.add(started.message_id)
-    return message_ids
+def _terminal_step(state: ProjectionState, history: HistoryCursor, item: HarnessRunResultEvent, ts: int,
+                   processor: Processor | None) -> tuple[ProjectionState, list[Record]]:
+    """The root Run's terminal item: every child still running is cut off
+    (deepest first), the held events of children never announced go out,
+    then the root's parts are closed and the run ends."""
+    pieces: list[tuple[bool, list[Record]]] = []
+    if state.root.history.thread_id is None:
+        pieces.append((True, [ev.run_started(ts, item.thread_id, item.run_id)]))
+    closed: list[Record] = []
+    for sub in sorted((s for s in state.subagents.values() if s.running), key=lambda s: (-s.depth, s.order)):
+        state = _close_subagent(state, sub.run_id, ts, "cut_off", closed,
+                                f"the run ended before subagent {sub.name!r} finished", CUT_OFF)
+    pieces.append((True, closed))
+    for sub in sorted((s for s in state.subagents.values() if s.status == "pending"), key=lambda s: s.run_id):
+        pieces.append((False, list(sub.pending)))  # processed when they came
+        state = with_fields(state, subagents=state.subagents.set(sub.run_id, with_fields(
+            sub, status="cut_off", pending=())))
+    own: list[Record] = []
+    run = _close_run(state.root, ts, own)._replace(history=history)
+    own.extend(_terminal(item, ts))
+    state, run, own = _publish(state, run, item.run_id, own, attribute=False)
+    pieces.append((True, own))
+    return _emit(with_fields(state, root=run), item, processor, pieces)
 
 
-class _PerRun:
-    """The per-Run conversion of this module, as ``core.subagents`` runs it on
-    each Run (root and children) of a stream that carries subagent Runs.
-    ``convert`` is step()'s non-terminal branch and ``close`` + ``terminal``
-    its terminal one: a change to either must be made in both."""
-
-    @staticmethod
-    def timestamp(item: HarnessStreamEvent) -> int:
-        return (item.occurred_at - _EPOCH) // _MS
-
-    @staticmethod
-    def convert(run: ProjectionState, history: HistoryCursor, item: HarnessEvent, ts: int,
-                out: list[Record]) -> ProjectionState:
-        parts, calls, request, parent = _project(run, item, ts, out)
-        message_ids = run.message_ids
-        if isinstance(item.event, PartStartEvent):
-            message_ids = _with_started_message(message_ids, item.event, parts)
-        return ProjectionState.of(history, request, parent, parts, calls, message_ids, run.events, run.delegation)
-
-    @staticmethod
-    def close(run: ProjectionState, ts: int, out: list[Record]) -> ProjectionState:
-        calls = _close_all(run, ts, out)
-        return ProjectionState.of(run.history, run.request_index, None, (), calls, run.message_ids, run.events,
-                                  run.delegation)
-
-    @staticmethod
-    def terminal(item: HarnessRunResultEvent, ts: int) -> list[Record]:
-        return _terminal(item, ts)
+def _close_subagent(state: ProjectionState, run_id: str, ts: int, status: SubagentStatus, out: list[Record],
+                    message: str | None = None, code: str | None = None) -> ProjectionState:
+    """End a running child: its open parts, then SUBAGENT_FINISHED (status
+    "completed") or SUBAGENT_ERROR, appended to ``out``."""
+    sub = state.subagents[run_id]
+    closing: list[Record] = []
+    run = _close_run(sub.run, ts, closing)
+    state, run, closing = _publish(state, run, run_id, closing, attribute=True)
+    out.extend(closing)
+    if status == "completed":
+        text = None if sub.last_text is None or not sub.last_text[1] else _json.dumps("".join(sub.last_text[1]))
+        out.append(ev.subagent_finished(ts, run_id, text, _SUCCESS))
+    else:
+        assert message is not None
+        out.append(ev.subagent_error(ts, run_id, message, code))
+    # Its last text is never read again: dropped, so finished children cost no memory for it.
+    return with_fields(state, subagents=state.subagents.set(run_id, with_fields(sub, run=run, status=status,
+                                                                                last_text=None)))
 
 
-_PER_RUN = _PerRun()
+def _descendants(state: ProjectionState, run_id: str) -> list[SubagentState]:
+    """The running children of ``run_id``, and theirs."""
+    found = []
+    for sub in state.subagents.values():
+        parent = sub.parent_run_id
+        while parent is not None and parent != run_id:
+            above = state.subagents.get(parent)
+            parent = above.parent_run_id if above is not None else None
+        if parent == run_id and sub.running:
+            found.append(sub)
+    return found
 
 
-# What a non-terminal item leaves open: (parts, calls, request index, parent message id).
-_Progress = tuple[tuple[OpenPart, ...], IdMap, "int | None", "str | None"]
+def _ended(sub: SubagentState) -> str:
+    return {"completed": "completed", "failed": "failed"}.get(sub.status, "was cut off")
 
 
-def _project(state: ProjectionState, item: HarnessEvent, ts: int, out: list[Record]) -> _Progress:
-    """Append the records of a non-terminal item to ``out``; return the new
-    (parts, calls, request index, parent message id)."""
-    parts, calls, request, parent = state.parts, state.calls, state.request_index, state.parent_message_id
+def _foreign(state: ProjectionState, item: HarnessStreamEvent, message: str) -> ForeignRunError:
+    return ForeignRunError(message, run_id=state.run_id, sequence=item.sequence, thread_id=state.thread_id,
+                           found_run_id=item.run_id, found_thread_id=item.thread_id)
+
+
+def _unknown(state: ProjectionState, item: HarnessStreamEvent, message: str, **extra: Any) -> UnknownSubagentError:
+    fields: dict[str, Any] = {"found_run_id": item.run_id, "subagent_run_id": item.run_id}
+    fields.update(extra)
+    return UnknownSubagentError(message, run_id=state.run_id, sequence=item.sequence, thread_id=state.thread_id,
+                                found_thread_id=item.thread_id, **fields)
+
+
+# -- emitting: the processor, once per event, and what a child's last text is -----------------------
+
+def _emit(state: ProjectionState, item: HarnessStreamEvent, processor: Processor | None,
+          pieces: list[tuple[bool, list[Record]]]) -> tuple[ProjectionState, list[Record]]:
+    """The item's records in order: fresh ones through the processor, held
+    ones (a child's events from before its announcement) as they were kept;
+    appended to the log."""
+    records: list[Record] = []
+    for fresh, piece in pieces:
+        if fresh and processor is not None and piece:
+            piece = apply_processor(processor, item, piece)
+        records.extend(piece)
+    state = with_fields(state, events=state.events.extend(records)) if records else state
+    return _note_texts(state, records), records
+
+
+def _note_texts(state: ProjectionState, records: list[Record]) -> ProjectionState:
+    """Keep each child's latest assistant text message as published: its id
+    and content (what its SUBAGENT_FINISHED reports)."""
+    subagents = state.subagents
+    for record in records:
+        tag = record[0]
+        if tag == "TEXT_MESSAGE_START@subagent" and ev.field_of(record, "role") == "assistant":
+            run_id = ev.field_of(record, "subagent_run_id")
+            sub = subagents[run_id]
+            subagents = subagents.set(run_id, with_fields(sub, last_text=(ev.field_of(record, "message_id"),
+                                                                          pvector())))
+        elif tag == "TEXT_MESSAGE_CONTENT@subagent":
+            run_id = ev.field_of(record, "subagent_run_id")
+            sub = subagents[run_id]
+            if sub.last_text is not None and sub.last_text[0] == ev.field_of(record, "message_id"):
+                subagents = subagents.set(run_id, with_fields(sub, last_text=(
+                    sub.last_text[0], sub.last_text[1].append(ev.field_of(record, "delta")))))
+    return state if subagents is state.subagents else with_fields(state, subagents=subagents)
+
+
+# -- publishing ids ------------------------------------------------------------------------------
+# Which field of which event type publishes a new id, and which refer to one:
+# "m" is the message id namespace, "c" the tool call id namespace.
+
+_PUBLISHES: dict[str, tuple[str, str]] = {
+    "TEXT_MESSAGE_START": ("message_id", "m"),
+    "REASONING_MESSAGE_START": ("message_id", "m"),
+    "TOOL_CALL_START": ("tool_call_id", "c"),
+    "TOOL_CALL_RESULT": ("message_id", "m"),
+}
+_REFERS: dict[str, tuple[tuple[str, str], ...]] = {
+    "TEXT_MESSAGE_CONTENT": (("message_id", "m"),),
+    "TEXT_MESSAGE_END": (("message_id", "m"),),
+    "REASONING_MESSAGE_CONTENT": (("message_id", "m"),),
+    "REASONING_MESSAGE_END": (("message_id", "m"),),
+    "REASONING_ENCRYPTED_VALUE": (("entity_id", "m"),),
+    "TOOL_CALL_START": (("parent_message_id", "m"),),
+    "TOOL_CALL_ARGS": (("tool_call_id", "c"),),
+    "TOOL_CALL_END": (("tool_call_id", "c"),),
+    "TOOL_CALL_RESULT": (("tool_call_id", "c"),),
+}
+
+
+def _publish(state: ProjectionState, run: RunState, run_id: str, records: list[Record], *, attribute: bool,
+             ) -> tuple[ProjectionState, RunState, list[Record]]:
+    """``records`` of Run ``run_id`` as published: ids renamed where another
+    Run published them first, new ids registered to ``run_id``, and the
+    subagent run id set when ``attribute``."""
+    messages, calls = run.renamed_messages, run.renamed_calls
+    if not attribute and not messages and not calls:
+        for record in records:
+            if record[0] in _PUBLISHES:
+                break
+        else:
+            return state, run, records  # a token of a Run whose ids were never renamed: nothing to do
+    message_owners, call_owners = state.message_owners, state.call_owners
+    out = []
+    for record in records:
+        kind = record[0]
+        original_call = ev.field_of(record, "tool_call_id") if kind == "TOOL_CALL_RESULT" else None
+        for field, space in _REFERS.get(kind, ()):
+            value = ev.field_of(record, field)
+            renamed = (messages if space == "m" else calls).get(value) if value is not None else None
+            if renamed is not None:
+                record = ev.with_field(record, field, renamed)
+        published = _PUBLISHES.get(kind)
+        if published is not None:
+            field, space = published
+            value = ev.field_of(record, field)
+            if original_call is not None and original_call in calls and value == f"{original_call}:result":
+                value = f"{calls[original_call]}:result"
+            owners = message_owners if space == "m" else call_owners
+            table = messages if space == "m" else calls
+            owner = owners.get(value)
+            if owner is not None and (owner != run_id or value in table.values()):
+                fresh = f"{value}:{run_id}"
+                n = 2
+                while fresh in owners:
+                    fresh = f"{value}:{run_id}:{n}"
+                    n += 1
+                if kind != "TOOL_CALL_RESULT":
+                    table = table.set(ev.field_of(record, field), fresh)
+                value = fresh
+            if value != ev.field_of(record, field):
+                record = ev.with_field(record, field, value)
+            owners = owners.set(value, run_id)
+            if space == "m":
+                message_owners, messages = owners, table
+            else:
+                call_owners, calls = owners, table
+        out.append(ev.attributed(record, run_id) if attribute else record)
+    if message_owners is not state.message_owners or call_owners is not state.call_owners:
+        state = with_fields(state, message_owners=message_owners, call_owners=call_owners)
+    if messages is not run.renamed_messages or calls is not run.renamed_calls:
+        run = run._replace(renamed_messages=messages, renamed_calls=calls)
+    return state, run, out
+
+
+# -- the rulebook of one Run ----------------------------------------------------------------------
+
+def _run_step(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int, out: list[Record]) -> RunState:
+    """Append the records of a non-terminal item of Run ``run`` to ``out``;
+    return the Run's state after it, with ``history`` as its cursor."""
+    parts, request, parent = run.parts, run.request_index, run.parent_message_id
     payload = item.event
+    if type(payload) is PartDeltaEvent:  # most items of a Run: ahead of the match
+        return run_state(history, request, parent, _token(parts, parent, item, payload, ts, out), run)
     match payload:
-        case PartDeltaEvent():
-            return _token(parts, parent, item, payload, ts, out), calls, request, parent
-
         case PartStartEvent(part=source_part) | PartEndEvent(part=source_part) if (
                 type(source_part) not in _KIND_OF_PART):
             # A start-only part (builtin tool return, file) or a part kind this release does not model.
             out.extend(_custom(item, ts, f"harness.{_PART_NAMES.get(type(source_part)) or _unknown_kind(source_part)}"))
-            return parts, calls, request, parent
 
         case PartStartEvent(index=index, part=source_part):
             if (open_ := find_part(parts, index)) is not None and not open_.retired:
                 raise AguiObservationError(
                     f"part {index} started again before its {open_.kind} part ended", sequence=item.sequence
                 )
-            kind = _KIND_OF_PART[type(source_part)]
             assert isinstance(source_part, (TextPart, ThinkingPart, ToolCallPart))  # the case above took the others
-            part, calls, parent = _start(state, index, kind, source_part, item, ts, calls, parent, out)
-            return _replace(parts, part), calls, request, parent
+            return _start(run, history, index, source_part, item, ts, out)
 
         case PartEndEvent(index=index, part=final):
             part = _open_part(parts, index, item)
+            rest = tuple(p for p in parts if p.index != index)
             if part.retired:  # the late end of a part a new model request closed: its message is over
                 out.extend(_custom(item, ts, "harness.part_end"))
-                return tuple(p for p in parts if p.index != index), calls, request, parent
+                return run_state(history, request, parent, rest, run)
             assert isinstance(final, (TextPart, ThinkingPart, ToolCallPart))  # the first case took the others
             _check_same_part(part, final, item.sequence)
-            calls = _close(part, final, ts, parent, calls, out)
-            return tuple(p for p in parts if p.index != index), calls, request, parent
+            calls = _close(part, final, ts, parent, run.calls, out)
+            return run_state(history, request, parent, rest, run)._replace(calls=calls)
 
         case ToolResultEvent(tool_call_id=call_id):
-            status = calls.get(call_id)
+            status = run.calls.get(call_id)
             if status == "ended":
                 out.append(_tool_result(payload, ts))
-                return parts, calls.set(call_id, "answered"), request, parent
+                return run_state(history, request, parent, parts, run)._replace(
+                    calls=run.calls.set(call_id, "answered"))
             if status == "open":
                 raise AguiObservationError(
                     f"tool result for call {call_id!r} arrived before the call's part ended", sequence=item.sequence
                 )
             out.extend(_custom(item, ts, "harness.tool_result"))
-            return parts, calls, request, parent
 
         case InputEvent(source=source, content=content):
             if isinstance(content, str) and source in _MESSAGE_SOURCES:
@@ -358,41 +563,59 @@ def _project(state: ProjectionState, item: HarnessEvent, ts: int, out: list[Reco
                 out.extend(_input_chunks(item, payload, ts))
             else:
                 out.extend(_custom(item, ts, f"harness.input.{source}"))
-            return parts, calls, request, parent
 
         case ExtensionEvent(kind=kind):
-            started = _model_request_started(payload)
+            started = model_request_started(payload)
             if started is not None:
                 if request is not None and started <= request:
                     raise AguiObservationError(
                         f"model request {started} started after model request {request}", sequence=item.sequence
                     )
-                calls = _close_all(state, ts, out)
-                parts, request, parent = _retire(parts), started, None
+                run = _close_run(run, ts, out)._replace(parts=_retire(parts), request_index=started)
             out.extend(_custom(item, ts, f"harness.extension.{kind}"))
-            return parts, calls, request, parent
 
         case ObservationEvent():
             out.extend(_custom(item, ts, "harness.observation"))
-            return parts, calls, request, parent
 
         case ToolCallEvent(output=output):
             out.extend(_custom(item, ts, "harness.output_tool_call" if output else "harness.function_tool_call"))
-            return parts, calls, request, parent
 
         case FinalResultEvent() | DeferredToolRequestsEvent() | EnqueuedMessagesEvent():
             out.extend(_custom(item, ts, f"harness.{_PAYLOAD_NAMES[type(payload)]}"))
-            return parts, calls, request, parent
 
         case CapabilityEvent(kind=kind):
             out.extend(_custom(item, ts, f"harness.capability.{kind}"))
-            return parts, calls, request, parent
 
         case UnknownEvent(event_kind=kind):
             out.extend(_custom(item, ts, f"harness.{kind}"))
-            return parts, calls, request, parent
 
-    raise TypeError(f"not a Harness payload: {type(payload).__name__}")  # unreachable: validated by HarnessEvent
+        case _:  # pragma: no cover - HarnessEvent validates its payload
+            raise TypeError(f"not a Harness payload: {type(payload).__name__}")
+    return run._replace(history=history)
+
+
+def _unknown_kind(part: Any) -> str:
+    assert isinstance(part, UnknownPart)
+    return f"part.{part.part_kind}"
+
+
+def _close_run(run: RunState, ts: int, out: list[Record]) -> RunState:
+    """``run`` with its open parts ended (their END events appended to
+    ``out``; retired parts stay as they are) and no parent message."""
+    calls = run.calls
+    for part in run.parts:
+        if not part.retired:
+            calls = _close(part, None, ts, run.parent_message_id, calls, out)
+    return run._replace(parts=(), parent_message_id=None, calls=calls)
+
+
+def _retire(parts: tuple[OpenPart, ...]) -> tuple[OpenPart, ...]:
+    """The parts a new model request leaves behind, after ``_close_run`` ended
+    their messages: kept as retired, so a late PartEnd (or delta) for one is
+    taken as a CUSTOM event instead of refused; a new part at the same index
+    replaces it. A preempted or failed request never ends its parts in real
+    Runs; this is for a Harness that does."""
+    return tuple(p if p.retired else p._replace(retired=True) for p in parts)
 
 
 # -- parts -------------------------------------------------------------------------
@@ -415,7 +638,8 @@ def _token(parts: tuple[OpenPart, ...], parent: str | None, item: HarnessEvent, 
         raise AguiObservationError(
             f"part {index} changed kind from {part.kind} to {kind} before its end", sequence=item.sequence
         )
-    return _replace(parts, _delta(part, delta, ts, parent, out, item.sequence))
+    new = _delta(part, delta, ts, parent, out, item.sequence)
+    return (new,) if len(parts) == 1 else _replace(parts, new)
 
 
 def _open_part(parts: tuple[OpenPart, ...], index: int, item: HarnessEvent) -> OpenPart:
@@ -429,8 +653,6 @@ def _open_part(parts: tuple[OpenPart, ...], index: int, item: HarnessEvent) -> O
 def _replace(parts: tuple[OpenPart, ...], part: OpenPart) -> tuple[OpenPart, ...]:
     """``parts`` with ``part`` in place of the one at its index (or added, in index order)."""
     index = part.index
-    if len(parts) == 1 and parts[0].index == index:  # the usual case: one part streaming
-        return (part,)
     for i, p in enumerate(parts):
         if p.index == index:
             return parts[:i] + (part,) + parts[i + 1:]
@@ -439,36 +661,36 @@ def _replace(parts: tuple[OpenPart, ...], part: OpenPart) -> tuple[OpenPart, ...
     return parts + (part,)
 
 
-def _message_id(state: ProjectionState, item: HarnessEvent, index: int, kind: str, own: str | None) -> str:
+def _message_id(run: RunState, item: HarnessEvent, index: int, kind: str, own: str | None) -> str:
     """The AG-UI id of a text or reasoning message. A generated id that an
     earlier part already used (a Harness that sent no model-request notice
     between two responses) gets the start item's sequence appended, so ids
     stay unique and replay-stable; so does a part's own id used twice (the
     summary parts of one provider reasoning item share it)."""
     if own is not None:
-        # Provider summary parts share one reasoning id, so an own id can recur.
-        return own if own not in state.message_ids else f"{own}:{item.sequence}"
-    generated = f"{item.run_id}:request-{state.request_index or 0}:part-{index}:{kind}"
-    return generated if generated not in state.message_ids else f"{generated}:{item.sequence}"
+        return own if own not in run.message_ids else f"{own}:{item.sequence}"
+    generated = f"{item.run_id}:request-{run.request_index or 0}:part-{index}:{kind}"
+    return generated if generated not in run.message_ids else f"{generated}:{item.sequence}"
 
 
-def _start(state: ProjectionState, index: int, kind: PartKind, source: _Streamed, item: HarnessEvent, ts: int,
-           calls: IdMap, parent: str | None, out: list[Record]) -> tuple[OpenPart, IdMap, str | None]:
+def _start(run: RunState, history: HistoryCursor, index: int, source: _Streamed, item: HarnessEvent, ts: int,
+           out: list[Record]) -> RunState:
+    parent = run.parent_message_id
     if isinstance(source, ToolCallPart):
         call_id = source.tool_call_id
-        opened = calls.set(call_id, "open")
-        if len(opened) == len(calls):  # the id was there already
+        calls = run.calls.set(call_id, "open")
+        if len(calls) == len(run.calls):  # the id was there already
             raise AguiObservationError(f"tool call id {call_id!r} is used twice in this run", sequence=item.sequence)
-        calls = opened
         args = source.args
         part = OpenPart(index, "tool_call", call_id, started=False, tool_name=source.tool_name,
                         pending=args if isinstance(args, str) else "",
                         object_args_json=_json.dumps(args) if isinstance(args, dict) else None)
         if source.tool_name:
             part = _start_tool_call(part, ts, parent, out)
-        return part, calls, parent
+        return run._replace(history=history, parts=_replace(run.parts, part), calls=calls)
 
-    message_id = _message_id(state, item, index, kind, source.id)
+    kind = _KIND_OF_PART[type(source)]
+    message_id = _message_id(run, item, index, kind, source.id)
     if isinstance(source, TextPart):
         out.append(ev.text_start(ts, message_id))
         parent = message_id
@@ -481,31 +703,15 @@ def _start(state: ProjectionState, index: int, kind: PartKind, source: _Streamed
     if source.content:
         out.append(content(ts, message_id, source.content))
     part = OpenPart(index, kind, message_id, part_id=source.id, streamed=len(source.content), signature=signature)
-    return part, calls, parent
+    return run._replace(history=history, parent_message_id=parent, parts=_replace(run.parts, part),
+                        message_ids=run.message_ids.add(message_id))
 
 
 def _start_tool_call(part: OpenPart, ts: int, parent: str | None, out: list[Record]) -> OpenPart:
     out.append(ev.tool_call_start(ts, part.message_id, part.tool_name, parent))
     if part.pending:
         out.append(ev.tool_call_args(ts, part.message_id, part.pending))
-    return _evolve(part, started=True, streamed=len(part.pending), pending="")
-
-
-def _evolve(part: OpenPart, **changes: Any) -> OpenPart:
-    return part._replace(**changes)
-
-
-def _streamed(part: OpenPart, streamed: int) -> OpenPart:
-    """``_evolve(part, streamed=streamed)``, the one change a token makes,
-    without ``_replace``'s generic path (a third of the cost)."""
-    index, kind, message_id, part_id, _, started, tool_name, pending, object_args_json, signature, retired = part
-    return _new_part(OpenPart, (index, kind, message_id, part_id, streamed, started, tool_name, pending,
-                                object_args_json, signature, retired))
-
-
-_new_part = tuple.__new__
-_new = object.__new__
-_set_dict = object.__setattr__  # ProjectionState is frozen: its own __setattr__ refuses
+    return part._replace(started=True, streamed=len(part.pending), pending="")
 
 
 def _delta(part: OpenPart, delta: Any, ts: int, parent: str | None, out: list[Record], seq: int) -> OpenPart:
@@ -516,7 +722,7 @@ def _delta(part: OpenPart, delta: Any, ts: int, parent: str | None, out: list[Re
         if not text:
             return part
         out.append(ev.text_content(ts, mid, text))
-        return _streamed(part, part.streamed + len(text))
+        return part_streamed(part, part.streamed + len(text))
 
     if type(delta) is ThinkingPartDelta:
         thought, signature = delta.content_delta, delta.signature_delta
@@ -525,10 +731,10 @@ def _delta(part: OpenPart, delta: Any, ts: int, parent: str | None, out: list[Re
         if signature:
             # A signature delta replaces the signature (pydantic-ai's rule; a
             # real Run streams 'sig-part1' then '-part2' and ends with '-part2').
-            return _evolve(part, streamed=part.streamed + len(thought or ""), signature=signature)
+            return part._replace(streamed=part.streamed + len(thought or ""), signature=signature)
         if not thought:
             return part
-        return _streamed(part, part.streamed + len(thought))
+        return part_streamed(part, part.streamed + len(thought))
 
     assert type(delta) is ToolCallPartDelta
     name, args, call_id = delta.tool_name_delta, delta.args_delta, delta.tool_call_id
@@ -539,19 +745,19 @@ def _delta(part: OpenPart, delta: Any, ts: int, parent: str | None, out: list[Re
     if name:
         if part.started:
             raise AguiObservationError(f"tool call {mid!r} changed its name after TOOL_CALL_START", sequence=seq)
-        part = _evolve(part, tool_name=part.tool_name + name)
+        part = part._replace(tool_name=part.tool_name + name)
     if isinstance(args, dict):
         if part.streamed or part.pending:
             raise AguiObservationError(f"tool call {mid!r} mixed text args with object args", sequence=seq)
         merged = {**_json.loads(part.object_args_json), **args} if part.object_args_json else args
-        return _evolve(part, object_args_json=_json.dumps(merged))
+        return part._replace(object_args_json=_json.dumps(merged))
     if args:
         if part.object_args_json is not None:
             raise AguiObservationError(f"tool call {mid!r} mixed object args with text args", sequence=seq)
         if part.started:
             out.append(ev.tool_call_args(ts, mid, args))
-            return _streamed(part, part.streamed + len(args))
-        part = _evolve(part, pending=part.pending + args)
+            return part_streamed(part, part.streamed + len(args))
+        part = part._replace(pending=part.pending + args)
         if part.tool_name:
             part = _start_tool_call(part, ts, parent, out)
     return part
@@ -591,7 +797,7 @@ def _close(part: OpenPart, final: _Streamed | None, ts: int, parent: str | None,
     if part.kind == "tool_call":
         if not part.started:
             if isinstance(final, ToolCallPart):
-                part = _evolve(part, tool_name=final.tool_name)
+                part = part._replace(tool_name=final.tool_name)
             part = _start_tool_call(part, ts, parent, out)
         args = final.args if isinstance(final, ToolCallPart) else None
         if isinstance(args, str):
@@ -619,32 +825,7 @@ def _close(part: OpenPart, final: _Streamed | None, ts: int, parent: str | None,
     return calls
 
 
-def _close_all(state: ProjectionState, ts: int, out: list[Record]) -> IdMap:
-    calls = state.calls
-    for part in state.parts:
-        if not part.retired:
-            calls = _close(part, None, ts, state.parent_message_id, calls, out)
-    return calls
-
-
-def _retire(parts: tuple[OpenPart, ...]) -> tuple[OpenPart, ...]:
-    """The parts a new model request leaves behind, after ``_close_all`` ended
-    their messages: kept as retired, so a late PartEnd (or delta) for one is
-    taken as a CUSTOM event instead of refused; a new part at the same index
-    replaces it. A preempted or failed request never ends its parts in real
-    Runs; this is for a Harness that does."""
-    return tuple(p if p.retired else _evolve(p, retired=True) for p in parts)
-
-
 # -- other payloads ------------------------------------------------------------------
-
-def _model_request_started(payload: ExtensionEvent) -> int | None:
-    body = payload.payload
-    if payload.kind != "lifecycle" or not isinstance(body, dict) or body.get("type") != "model_request_started":
-        return None
-    n = body.get("request_index")
-    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None
-
 
 def _tool_result(payload: ToolResultEvent, ts: int) -> Record:
     content = payload.content

@@ -1,33 +1,31 @@
-# The projection state: one immutable value per point in a Run's history.
+# The projection state: one immutable value per point in a Run's stream.
 #
-# ``ProjectionState`` holds where the Run's history stands (a ``HistoryCursor``:
-# the correlation bound by the first item, the sequence due next, whether the
-# terminal item arrived; ``thread_id``, ``run_id``, ``last_sequence`` and
-# ``finished`` read through to it), the model-request cursor,
-# the parts still open, what became of every tool call, and the accumulated
-# AG-UI events as records (see ``records``). The Run-long maps of tool calls
-# and message ids are ``idmap`` tries rather than pyrsistent maps, so that
-# the collector's share of an item stays flat over a long Run (see there).
-# Open parts are a short tuple ordered by index rather than a map: a model
-# response has a handful of parts open at once, and rebuilding a tuple of
-# three is cheaper than a map update on the token-by-token hot path.
+# A stream is one root Run and, when it delegates, the child Runs whose items
+# the Harness forwards into it (see ``reduce``). Every Run of the stream, the
+# root and each child alike, has a ``RunState``: where its history stands (a
+# ``HistoryCursor``), its model request, the parts it has open, what became
+# of each of its tool calls, the message ids it has given, and the ids it
+# publishes under another name because another Run of the stream published
+# them first. A child also has a ``SubagentState``: its link to its parent
+# (name, parent Run, delegating tool call, depth), its status, the events it
+# produced before it was announced, and its latest assistant text (what its
+# SUBAGENT_FINISHED reports).
 #
-# ProjectionState is a frozen attrs class with an instance dict rather than
-# slots: every observe() builds a new one, and attrs initialises a frozen
-# dict class about twice as fast as a frozen slotted one (it fills the
-# instance dict instead of calling object.__setattr__ per field); the
-# reducer's token lane copies that dict and changes three entries. OpenPart,
-# which nearly every item rebuilds and only the reducer builds, is a
-# NamedTuple like the history cursor: named fields, and the cheapest frozen
-# value CPython makes (bench/pipeline.py). Old states are garbage at once,
-# so the larger instances cost nothing that lasts.
+# ``ProjectionState`` holds the root's RunState, the children by run id, the
+# owner of every AG-UI message id and tool call id published in the stream
+# (so an id two Runs use can be renamed), how many children were announced,
+# and the emitted events: a ``RecordLog`` of records, or for a live-only
+# observer a ``LiveLog`` that only counts them. Nothing in the reducer reads
+# the events back: whatever a rule needs is in these values.
 #
-# A stream that carries subagent Runs (children forwarded into the root Run's
-# stream, see ``subagents``) also holds a ``Delegation``: one
-# ``SubagentState`` per child Run (its own per-run projection, a
-# ProjectionState whose ``events`` stay empty, plus its link to its parent and
-# its status) and the owners of every AG-UI id published in the stream. A
-# Run that never delegated keeps ``delegation`` None and pays nothing for it.
+# ``OpenPart``, ``RunState`` and ``HistoryCursor`` are NamedTuples, built
+# anew on nearly every item (a token rebuilds a part, the root's RunState and
+# its cursor): named fields, and the cheapest frozen values CPython makes.
+# ``ProjectionState`` and ``SubagentState`` are frozen attrs classes. The
+# Run-long maps of tool calls and message ids are ``idmap`` tries, so that
+# the collector's share of an item stays flat over a long Run. Open parts
+# are a short tuple ordered by index: a model response has a handful of parts
+# open at once, and rebuilding a tuple of three is cheaper than a map update.
 #
 # Nothing in here is mutable. Every transition in ``reduce`` builds new values
 # and leaves the old ones intact, so any earlier state can be kept, compared
@@ -35,19 +33,19 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, NamedTuple, TypeVar
+from typing import Literal, NamedTuple
 
 import attrs
-from pyrsistent import PMap, pmap
+from pyrsistent import PMap, PVector, pmap
 
 from .history import INITIAL_CURSOR, HistoryCursor
 from .idmap import IdMap, IdSet
 from .livelog import LiveLog
-from .records import EventLog, RecordLog
+from .records import EventLog, Record, RecordLog
 
 __all__ = [
-    "OpenPart", "ProjectionState", "INITIAL_STATE", "CallStatus", "PartKind", "SubagentState", "SubagentStatus",
-    "Delegation",
+    "OpenPart", "RunState", "ProjectionState", "INITIAL_STATE", "INITIAL_RUN", "CallStatus", "PartKind",
+    "SubagentState", "SubagentStatus", "find_part",
 ]
 
 PartKind = Literal["text", "thinking", "tool_call"]
@@ -93,13 +91,21 @@ def find_part(parts: tuple[OpenPart, ...], index: int) -> OpenPart | None:
     return None
 
 
-@attrs.frozen(repr=False, slots=False)
-class ProjectionState:
-    """The whole projection of one Run up to some item.
+_NO_RENAMES: PMap[str, str] = pmap()
 
-    ``message_ids`` are the AG-UI message ids already given to a text or
-    reasoning message of this Run (each must stay unique), ``calls`` what
-    became of each tool call id, ``events`` the emitted events as records.
+
+class RunState(NamedTuple):
+    """What the projection knows of one Run of the stream (the root or a child).
+
+    ``history`` is the Run's cursor, ``request_index`` its latest model
+    request (None before any), ``parent_message_id`` the latest assistant
+    text message of that request (the parent of its tool calls), ``parts``
+    the parts open (or retired, see OpenPart) in index order, ``calls`` what
+    became of each tool call id, ``message_ids`` the ids given to its text
+    and reasoning messages (each unique in the Run). ``renamed_messages`` and
+    ``renamed_calls`` map the message and tool call ids this Run uses to the
+    ones published for it, where those differ (another Run of the stream
+    published the id first).
     """
 
     history: HistoryCursor = INITIAL_CURSOR
@@ -108,34 +114,181 @@ class ProjectionState:
     parts: tuple[OpenPart, ...] = ()
     calls: IdMap[CallStatus] = IdMap()
     message_ids: IdSet = IdSet()
-    events: RecordLog | LiveLog = RecordLog()
-    delegation: Delegation | None = None
-
-    @property
-    def subagents(self) -> PMap[str, SubagentState]:
-        """Every subagent Run seen in the stream, by run id (empty for a Run
-        that never delegated)."""
-        return _NO_SUBAGENTS if self.delegation is None else self.delegation.runs
+    renamed_messages: PMap[str, str] = _NO_RENAMES
+    renamed_calls: PMap[str, str] = _NO_RENAMES
 
     @property
     def thread_id(self) -> str | None:
-        """The Thread bound by the first item, else None."""
         return self.history.thread_id
 
     @property
     def run_id(self) -> str | None:
-        """The Run bound by the first item, else None."""
         return self.history.run_id
 
     @property
     def last_sequence(self) -> int:
-        """The sequence of the last item, -1 before the first."""
+        """The sequence of the Run's last item, -1 before the first."""
         return self.history.next_sequence - 1
 
     @property
     def finished(self) -> bool:
-        """Whether the terminal item arrived."""
         return self.history.finished
+
+    def part(self, index: int) -> OpenPart | None:
+        """The open part at ``index``, if any (a retired part is not open)."""
+        part = find_part(self.parts, index)
+        return part if part is not None and not part.retired else None
+
+    @property
+    def open_parts(self) -> tuple[OpenPart, ...]:
+        """The parts still open, in index order (without retired ones)."""
+        return tuple(p for p in self.parts if not p.retired)
+
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{p.index}:{p.kind}" for p in self.open_parts) or "none"
+        return (f"RunState({self.history!r}, request={self.request_index}, open parts={parts}, "
+                f"calls={len(self.calls)})")
+
+
+INITIAL_RUN = RunState()
+"""The RunState of a Run that has no item yet."""
+
+
+@attrs.frozen(repr=False, slots=False)
+class SubagentState:
+    """One child Run in the stream of a root Run.
+
+    ``run`` is its RunState. ``status`` is "pending" from its first item
+    until its announcement links it to its parent, then "running", and
+    finally "completed", "failed" or "cut_off" (still running when its parent
+    finished or the root Run ended). ``name`` is the subagent's name,
+    ``parent_run_id`` the delegating Run, ``parent_tool_call_id`` the
+    delegating tool call as published (renamed if its id was renamed),
+    ``depth`` 1 for a child of the root Run, 2 for a grandchild, ...;
+    ``order`` counts announcements in the stream. ``pending`` holds the
+    records of its items before the announcement (processed when they came).
+    ``last_text`` is the published id of its latest assistant text message and
+    the content that message published so far.
+    """
+
+    run_id: str
+    run: RunState
+    status: SubagentStatus = "pending"
+    name: str | None = None
+    parent_run_id: str | None = None
+    parent_tool_call_id: str | None = None
+    depth: int = 0
+    order: int = -1
+    pending: tuple[Record, ...] = ()
+    last_text: tuple[str, PVector[str]] | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.status == "running"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in ("completed", "failed", "cut_off")
+
+    def __repr__(self) -> str:
+        link = "" if self.parent_run_id is None else f" of {self.parent_run_id!r} via {self.parent_tool_call_id!r}"
+        return (f"SubagentState({self.run_id!r} {self.name or '?'} {self.status}{link}, "
+                f"last_sequence={self.run.last_sequence}, open parts={len(self.run.open_parts)})")
+
+
+_NO_SUBAGENTS: PMap[str, SubagentState] = pmap()
+_NO_OWNERS: IdMap[str] = IdMap()
+
+
+@attrs.frozen(repr=False, slots=False)
+class ProjectionState:
+    """The whole projection of one Run's stream up to some item.
+
+    ``root`` is the root Run's RunState; ``subagents`` one SubagentState per
+    child Run, by run id (empty for a Run that never delegated);
+    ``message_owners`` and ``call_owners`` the Run that published each AG-UI
+    message id and tool call id; ``announced`` how many children were
+    announced; ``events`` the emitted events as records (a ``LiveLog``, which
+    only counts them, for a live-only observer). The root's fields read
+    through (``history``, ``parts``, ``calls``, ...).
+    """
+
+    root: RunState = INITIAL_RUN
+    subagents: PMap[str, SubagentState] = _NO_SUBAGENTS
+    message_owners: IdMap[str] = _NO_OWNERS
+    call_owners: IdMap[str] = _NO_OWNERS
+    announced: int = 0
+    events: RecordLog | LiveLog = RecordLog()
+
+    # -- the root Run ------------------------------------------------------------------------
+
+    @property
+    def history(self) -> HistoryCursor:
+        return self.root.history
+
+    @property
+    def thread_id(self) -> str | None:
+        """The Thread bound by the first item, else None."""
+        return self.root.history.thread_id
+
+    @property
+    def run_id(self) -> str | None:
+        """The Run bound by the first item, else None."""
+        return self.root.history.run_id
+
+    @property
+    def last_sequence(self) -> int:
+        """The sequence of the root Run's last item, -1 before the first."""
+        return self.root.history.next_sequence - 1
+
+    @property
+    def finished(self) -> bool:
+        """Whether the terminal item arrived."""
+        return self.root.history.finished
+
+    @property
+    def request_index(self) -> int | None:
+        return self.root.request_index
+
+    @property
+    def parent_message_id(self) -> str | None:
+        return self.root.parent_message_id
+
+    @property
+    def parts(self) -> tuple[OpenPart, ...]:
+        return self.root.parts
+
+    @property
+    def calls(self) -> IdMap[CallStatus]:
+        return self.root.calls
+
+    @property
+    def message_ids(self) -> IdSet:
+        return self.root.message_ids
+
+    def part(self, index: int) -> OpenPart | None:
+        """The root Run's open part at ``index``, if any."""
+        return self.root.part(index)
+
+    @property
+    def open_parts(self) -> tuple[OpenPart, ...]:
+        """The root Run's parts still open, in index order."""
+        return self.root.open_parts
+
+    @property
+    def delegation(self) -> PMap[str, SubagentState] | None:
+        """The subagent Runs of a stream that delegates; None for a Run that
+        never did."""
+        return self.subagents or None
+
+    # -- the stream ----------------------------------------------------------------------------
+
+    @property
+    def position(self) -> int:
+        """The position of the last item taken in the Run's stream (counted
+        as the Host kit's journal counts it: from the root Run's first
+        sequence, child Runs' items included; -1 before the first)."""
+        return self.last_sequence + sum(sub.run.history.next_sequence for sub in self.subagents.values())
 
     @property
     def event_count(self) -> int:
@@ -150,138 +303,18 @@ class ProjectionState:
             raise EventsNotRetainedError("the state of a live-only observer keeps no events (retain_events=False)")
         return EventLog(self.events)
 
-    def part(self, index: int) -> OpenPart | None:
-        """The open part at ``index``, if any (a retired part is not open)."""
-        part = find_part(self.parts, index)
-        return part if part is not None and not part.retired else None
-
-    @property
-    def open_parts(self) -> tuple[OpenPart, ...]:
-        """The parts still open, in index order (without retired ones)."""
-        return tuple(p for p in self.parts if not p.retired)
-
-    @classmethod
-    def of(cls, history: HistoryCursor, request_index: int | None, parent_message_id: str | None,
-           parts: tuple[OpenPart, ...], calls: IdMap[CallStatus], message_ids: IdSet,
-           events: RecordLog | LiveLog, delegation: Delegation | None = None) -> ProjectionState:
-        """``ProjectionState(...)`` with every field given, for the reducer's
-        hot path: it fills the instance dict the way attrs' generated
-        ``__init__`` does, without that method's per-call set-up (the class has
-        no validators or converters to skip). tests/test_state_pickle.py checks
-        that both ways build equal values."""
-        state = _new(cls)
-        # One store per field, in field order: cheaper than building a keyword dict for update().
-        fields = state.__dict__
-        fields["history"] = history
-        fields["request_index"] = request_index
-        fields["parent_message_id"] = parent_message_id
-        fields["parts"] = parts
-        fields["calls"] = calls
-        fields["message_ids"] = message_ids
-        fields["events"] = events
-        fields["delegation"] = delegation
-        return state
-
     def __repr__(self) -> str:
         if self.run_id is None:
             return "ProjectionState(fresh)"
         status = "finished" if self.finished else "live"
         parts = ", ".join(f"{p.index}:{p.kind}" for p in self.open_parts) or "none"
-        subagents = "" if self.delegation is None else f", subagents={len(self.delegation.runs)}"
+        subagents = f", subagents={len(self.subagents)}" if self.subagents else ""
         return (
             f"ProjectionState(run={self.run_id!r} {status}, last_sequence={self.last_sequence}, "
             f"request={self.request_index}, open parts={parts}, calls={len(self.calls)}{subagents}, "
             f"events={len(self.events)})"
         )
 
-
-_new = object.__new__
-
-
-@attrs.frozen(repr=False, slots=False)
-class SubagentState:
-    """One child Run in the stream of a root Run (see ``subagents``).
-
-    ``run`` is the child's own per-run projection (history cursor, open
-    parts, tool calls, model request, message ids; its ``events`` stay
-    empty: the child's events are in the root state's one log). ``status``
-    is "pending" from its first item until its announcement links it to its
-    parent, then "running", and finally "completed", "failed" or "cut_off"
-    (still running when its parent finished or the root Run ended).
-    ``name`` is the subagent's name, ``parent_run_id`` the delegating Run,
-    ``parent_tool_call_id`` the delegating tool call as published (renamed
-    if its id was renamed), ``depth`` 1 for a child of the root Run, 2 for a
-    grandchild, ...; ``order`` counts announcements in the stream.
-    ``pending`` holds the records of its items before the announcement.
-    ``renamed_messages`` and ``renamed_calls`` map the message and tool call
-    ids this Run uses to the ones published for it (only those that differ).
-    ``last_text`` is the published id of its latest assistant text message
-    and the position of its TEXT_MESSAGE_START in the log.
-    """
-
-    run_id: str
-    run: ProjectionState
-    status: SubagentStatus = "pending"
-    name: str | None = None
-    parent_run_id: str | None = None
-    parent_tool_call_id: str | None = None
-    depth: int = 0
-    order: int = -1
-    pending: tuple[tuple[Any, ...], ...] = ()
-    renamed_messages: PMap[str, str] = pmap()
-    renamed_calls: PMap[str, str] = pmap()
-    last_text: tuple[str, int] | None = None
-
-    @property
-    def running(self) -> bool:
-        return self.status == "running"
-
-    @property
-    def finished(self) -> bool:
-        return self.status in ("completed", "failed", "cut_off")
-
-    def __repr__(self) -> str:
-        link = "" if self.parent_run_id is None else f" of {self.parent_run_id!r} via {self.parent_tool_call_id!r}"
-        return (f"SubagentState({self.run_id!r} {self.name or '?'} {self.status}{link}, "
-                f"last_sequence={self.run.last_sequence}, open parts={len(self.run.parts)})")
-
-
-@attrs.frozen(repr=False, slots=False)
-class Delegation:
-    """What a stream that carries subagent Runs knows beyond the root Run's
-    own projection: ``runs``, one SubagentState per child Run by run id;
-    ``message_owners`` and ``call_owners``, the Run that published each
-    AG-UI message id and tool call id (so that an id used by two Runs can be
-    renamed, see ``subagents``); ``renamed_messages`` and ``renamed_calls``,
-    the root Run's own renames; ``announced``, how many children were
-    announced."""
-
-    runs: PMap[str, SubagentState] = pmap()
-    message_owners: IdMap[str] = IdMap()
-    call_owners: IdMap[str] = IdMap()
-    renamed_messages: PMap[str, str] = pmap()
-    renamed_calls: PMap[str, str] = pmap()
-    announced: int = 0
-
-    def __repr__(self) -> str:
-        return f"Delegation({len(self.runs)} subagent runs, {self.announced} announced)"
-
-
-_NO_SUBAGENTS: PMap[str, SubagentState] = pmap()
-
-_T = TypeVar("_T", SubagentState, Delegation)
-
-
-def with_changes(value: _T, **changes: Any) -> _T:
-    """``attrs.evolve(value, **changes)`` for a SubagentState or Delegation,
-    without its per-call introspection (a delegating stream makes a few per
-    item; neither class has validators or converters to re-run)."""
-    new = _new(type(value))
-    fields = new.__dict__
-    fields.update(value.__dict__)
-    assert changes.keys() <= fields.keys(), f"no such field: {sorted(changes.keys() - fields.keys())}"
-    fields.update(changes)
-    return new
 
 INITIAL_STATE = ProjectionState()
 """The state of an observer that has seen nothing."""

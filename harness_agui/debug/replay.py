@@ -82,7 +82,7 @@ class Step:
     @property
     def records(self) -> Sequence[Record]:
         """The records this item appended to the state (the events unbuilt)."""
-        return self.after.events[len(self.before.events):]
+        return self.after.snapshot().records[len(self.before.events):]
 
     @property
     def sequence(self) -> int:
@@ -163,7 +163,7 @@ class Diagnosis:
     def event_counts(self) -> dict[str, int]:
         """How many events of each AG-UI type the replay produced."""
         counts: dict[str, int] = {}
-        for record in self.state.events:
+        for record in self.state.snapshot().records:
             name = event_type(record)
             counts[name] = counts.get(name, 0) + 1
         return counts
@@ -207,7 +207,7 @@ class _Walk:
     def advance(self, item: Any, line: int | None) -> Step:
         before = self.state
         after = advance(before, item, self.processor)
-        step = Step(self.position, item, before, after, EventLog(after.events[len(before.events):]), line)
+        step = Step(self.position, item, before, after, after.snapshot()[len(before.events):], line)
         self.state = after
         self.position += 1
         return step

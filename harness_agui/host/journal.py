@@ -12,7 +12,7 @@
 #
 # A Run that delegates publishes one stream in which its child Runs' items
 # (each Run numbering its own from 0) are interleaved with its own
-# (core/subagents.py). That stream, in arrival order, is the Run's retained
+# (core/reduce.py). That stream, in arrival order, is the Run's retained
 # history: what ``read_prefix`` gives back for a resume, and what a handoff
 # cursor points into. A cursor is a *position*: the index of an item in its
 # root's stream, counted from the first sequence (0), so for a Run that

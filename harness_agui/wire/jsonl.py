@@ -71,10 +71,10 @@ from ..core.errors import (
     SequenceOrderError,
 )
 from ..core.history import HistoryCursor, StreamCursor, advance, advance_stream
+from ..core.notices import delegation_notice
 from ..core.reduce import advance as project
 from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
 from ..core.state import INITIAL_STATE, ProjectionState
-from ..core.subagents import delegation_notice
 from .codec import DecodeError, Migration, from_json, parse_json_line
 
 __all__ = [
@@ -683,7 +683,7 @@ class _RunCheck:
         if self.state is not None:
             state = self.state
             if state.history.next_sequence != cursor.next_sequence:  # the gap stepped over above
-                state = attrs.evolve(state, history=cursor)
+                state = attrs.evolve(state, root=state.root._replace(history=cursor))
             try:
                 # Drop the events after each step: only the cursor matters here.
                 self.state = attrs.evolve(project(state, item), events=INITIAL_STATE.events)

@@ -1,0 +1,72 @@
+# What the Harness's own notices say: the few extension payloads whose
+# meaning the projection (and a journal reader) depends on. Each reader
+# returns a small value or None, and never raises: a payload that does not
+# say what it would need to is simply not that notice, and stays an ordinary
+# CUSTOM event.
+#
+#   - lifecycle ``{"type": "run_started"}``: a Run's first item (a child Run
+#     of a delegating stream announces itself with one at sequence 0);
+#   - lifecycle ``{"type": "model_request_started", "request_index": n}``:
+#     model request n begins (generated part ids use n);
+#   - delegation ``{"type": "inline_delegation", "action": ...}``: a child Run
+#     is linked to its parent ("started", under the child's own run id) or its
+#     delegation ended ("completed" / "failed", under the delegating Run).
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from .source import ExtensionEvent, HarnessEvent, HarnessStreamEvent
+
+__all__ = ["DelegationNotice", "delegation_notice", "is_run_started", "model_request_started"]
+
+
+@attrs.frozen
+class DelegationNotice:
+    """The fields of an ``inline_delegation`` extension payload the
+    projection reads (each None when absent or not a string)."""
+
+    action: str
+    child_run_id: str | None
+    parent_run_id: str | None
+    parent_tool_call_id: str | None
+    subagent: str | None
+    status: str | None
+
+
+def delegation_notice(payload: Any) -> DelegationNotice | None:
+    """The delegation notice a payload carries, or None for any other payload."""
+    if type(payload) is not ExtensionEvent or payload.kind != "delegation":
+        return None
+    body = payload.payload
+    if not isinstance(body, dict) or body.get("type") != "inline_delegation":
+        return None
+    action = body.get("action")
+    if not isinstance(action, str):
+        return None
+
+    def text(name: str) -> str | None:
+        value = body.get(name)
+        return value if isinstance(value, str) else None
+
+    return DelegationNotice(action, text("child_run_id"), text("parent_run_id"), text("parent_tool_call_id"),
+                            text("subagent") or text("child_instance_id"), text("status"))
+
+
+def is_run_started(item: HarnessStreamEvent) -> bool:
+    """Whether ``item`` is a lifecycle ``run_started`` notice."""
+    if type(item) is not HarnessEvent or type(item.event) is not ExtensionEvent:
+        return False
+    body = item.event.payload
+    return item.event.kind == "lifecycle" and isinstance(body, dict) and body.get("type") == "run_started"
+
+
+def model_request_started(payload: ExtensionEvent) -> int | None:
+    """The request index of a lifecycle ``model_request_started`` notice, else None."""
+    body = payload.payload
+    if payload.kind != "lifecycle" or not isinstance(body, dict) or body.get("type") != "model_request_started":
+        return None
+    n = body.get("request_index")
+    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None
