@@ -37,17 +37,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args(argv)
     part = OpenPart(0, "text", "run-1:request-0:part-0:text", streamed=10)
-    run = RunState(history=HistoryCursor("run-1", "thread-1", 5), request_index=0, parts=(part,))
+    run = RunState(history=HistoryCursor("run-1", "thread-1", 5), parts=(part,))
     history = HistoryCursor("run-1", "thread-1", 6)
     state = ProjectionState(root=run)
     events = state.events.append(("TEXT_MESSAGE_CONTENT", 1, part.message_id, "x"))
     sub = SubagentState("run-child", run, status="running")
     cases: list[tuple[str, Callable[[], Any], Callable[[], Any]]] = [
         ("OpenPart, one field changed", lambda: _fast.part_streamed(part, 11), lambda: part._replace(streamed=11)),
-        ("RunState, a token's fields", lambda: _fast.run_state(history, 0, None, (part,), run),
-         lambda: run._replace(history=history, request_index=0, parent_message_id=None, parts=(part,))),
-        ("ProjectionState, root and events", lambda: _fast.projection_state(state, run, events),
-         lambda: attrs.evolve(state, root=run, events=events)),
+        ("RunState, a token's fields", lambda: _fast.new_tuple(RunState, (history, (part,), run.ledger)),
+         lambda: run._replace(history=history, parts=(part,))),
+        ("ProjectionState, root and events",
+         lambda: _fast.new_tuple(ProjectionState, (run, state[1], state[2], state[3], state[4], events, state[6])),
+         lambda: state._replace(root=run, events=events)),
         ("SubagentState, one field changed", lambda: _fast.with_fields(sub, status="completed"),
          lambda: attrs.evolve(sub, status="completed")),
     ]

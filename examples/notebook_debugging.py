@@ -37,7 +37,7 @@ def retain_runs(journal: SqliteSourceJournal) -> None:
     broken.user("Summarise the meeting notes.")
     broken.request()
     broken.text(0, ["The ", "meeting ", "agreed ", "on ", "three ", "points."])
-    broken.event(PartDeltaEvent(index=0, delta=TextPartDelta(content_delta=" Also,")))  # after the part's end
+    broken.event(PartDeltaEvent(index=3, delta=TextPartDelta(content_delta=" Also,")))  # no part ever at index 3
     broken.completed("The meeting agreed on three points.")
     for item in broken.items:
         journal.append(item)

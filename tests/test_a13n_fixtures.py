@@ -128,11 +128,17 @@ def test_every_real_stream_projects_onto_a_valid_agui_run_with_no_error_and_no_w
 
     from harness_agui.wire.agui import agui_to_json
 
+    earlier_calls: set[str] = set()
     for stream in _streams(name):
         observer = HarnessAguiObserver()
         events = [json.loads(agui_to_json(e)) for item in stream for e in observer.observe(item)]
         report = validate_agui(events)
-        assert (report.summary.errors, report.summary.warnings) == (0, 0), report.diagnostics
+        # A resumed Run answers calls an earlier Run of the Thread started: the validator, which sees one
+        # Run, reports those (AGUI207); a client that saw both Runs holds the calls (tests/test_node_client.py).
+        diagnostics = [d for d in report.diagnostics if d.severity in ("error", "warning")
+                       and not (d.rule == "AGUI207" and events[d.event_index]["toolCallId"] in earlier_calls)]
+        assert diagnostics == [], diagnostics
+        earlier_calls |= {e["toolCallId"] for e in events if e["type"] == "TOOL_CALL_START"}
         # The same Run read back from its journal projects to the same events.
         again = HarnessAguiObserver()
         for line in [encode(item) for item in stream]:

@@ -606,11 +606,11 @@ def test_a_state_holding_a_value_of_the_wrong_type_anywhere_is_refused() -> None
     for cut in (10, 20):
         header, sections = _sections(_observed(items[:cut]).checkpoint())
         for tag, at, new in (("HistoryCursor", 3, "3"), ("HistoryCursor", 4, 1), ("OpenPart", 2, "picture"),
-                             ("RunState", 2, "7"), ("SubagentState", 3, "sleeping"), ("ProjectionState", 5, "seven")):
+                             ("RunLedger", 1, "7"), ("SubagentState", 3, "sleeping"), ("ProjectionState", 5, "seven")):
             forged_state = json.loads(sections[0])
             if not change(forged_state, tag, at, new):
                 continue
             tried.add(tag)
             error = _assert_refused(_forged(header, [json.dumps(forged_state).encode(), *sections[1:]]), "corrupt")
             assert tag in str(error)
-    assert tried == {"HistoryCursor", "OpenPart", "RunState", "SubagentState", "ProjectionState"}
+    assert tried == {"HistoryCursor", "OpenPart", "RunLedger", "SubagentState", "ProjectionState"}

@@ -46,7 +46,7 @@ def run_example(name: str) -> str:
         ("notebook_debugging.py", [
             "toolCallId=\"call-forecast-1\"",
             "outcome=\"failed\"",
-            "part delta for index 0, which is not open",
+            "part delta for index 3, which is not open",
             "the session found the failed tool call and the broken step: True",
         ]),
     ],

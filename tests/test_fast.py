@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from harness_agui.core import _fast
 from harness_agui.core.reduce import advance
-from harness_agui.core.state import INITIAL_STATE, OpenPart, ProjectionState, RunState, SubagentState
+from harness_agui.core.state import INITIAL_STATE, OpenPart, ProjectionState, RunLedger, RunState, SubagentState
 from harness_agui.testing import complete_histories, live_histories
 from harness_agui.testing.delegation import delegating_histories
 
@@ -51,12 +51,10 @@ def test_every_value_the_reducer_builds_equals_the_one_its_public_constructor_bu
 def test_each_fast_builder_equals_its_public_counterpart() -> None:
     part = OpenPart(2, "text", "m", part_id="p", streamed=3)
     _same(_fast.part_streamed(part, 9), part._replace(streamed=9))
-    run = RunState(parts=(part,), request_index=1)
+    run = RunState(parts=(part,), ledger=RunLedger(request_index=1))
     history = run.history._replace(next_sequence=5)
-    _same(_fast.run_state(history, 2, "m", (), run),
-          run._replace(history=history, request_index=2, parent_message_id="m", parts=()))
+    _same(_fast.new_tuple(RunState, (history, (), run.ledger)), run._replace(history=history, parts=()))
     state = ProjectionState(root=run, announced=3)
-    _same(_fast.projection_state(state, RunState(), state.events.append(("TEXT_MESSAGE_END", 1, "m"))),
-          attrs.evolve(state, root=RunState(), events=state.events.append(("TEXT_MESSAGE_END", 1, "m"))))
+    _same(_fast.new_tuple(ProjectionState, (RunState(), *state[1:])), state._replace(root=RunState()))
     sub = SubagentState("run-child", run)
     _same(_fast.with_fields(sub, status="running", depth=2), attrs.evolve(sub, status="running", depth=2))

@@ -107,7 +107,7 @@ def test_a_large_id_map_is_small_dicts_the_collector_ignores_and_an_update_copie
     assert sum(a is not b for a, b in zip(n._root, m._root, strict=True)) == 1
 
 
-def test_a_tool_call_id_stays_used_after_its_call_was_answered() -> None:
+def test_a_tool_call_id_used_again_after_its_call_was_answered_is_a_call_of_its_own() -> None:
     b = SourceBuilder().request().tool_call(0, "f", "c-1", ['{"a": 1}']).tool_result("c-1", "f", "ok")
     observer = HarnessAguiObserver()
     for item in b.items:
@@ -115,7 +115,9 @@ def test_a_tool_call_id_stays_used_after_its_call_was_answered() -> None:
     assert observer.state.calls == {"c-1": "answered"}
     assert type(observer.state.calls) is IdMap and type(INITIAL_STATE.message_ids) is IdSet
     again = SourceBuilder().request().tool_call(0, "f", "c-1", ["{}"]).items
-    with pytest.raises(AguiObservationError, match="used twice"):
-        observer.observe(again[1].__class__(thread_id=again[1].thread_id, run_id=again[1].run_id,
-                                            sequence=observer.state.last_sequence + 1,
-                                            occurred_at=again[1].occurred_at, event=again[1].event))
+    sequence = observer.state.last_sequence + 1
+    events = observer.observe(again[1].__class__(thread_id=again[1].thread_id, run_id=again[1].run_id,
+                                                 sequence=sequence, occurred_at=again[1].occurred_at,
+                                                 event=again[1].event))
+    assert [e.tool_call_id for e in events if e.type.value == "TOOL_CALL_START"] == [f"c-1:{sequence}"]
+    assert observer.state.calls == {"c-1": "answered", f"c-1:{sequence}": "open"}

@@ -3,7 +3,10 @@
 # verifier refuses, for instance, a SUBAGENT_FINISHED without its start or a
 # RUN_FINISHED while a subagent is active), every message a child's events
 # built must carry that child's subagentRunId (and no root message one), and
-# every finished tool call must be answered by a tool message.
+# every finished tool call must be answered by a tool message. The runs of a
+# real Thread (a Run suspended for an approval or a client's result, then the
+# Run that resumes it) are replayed through one client session: the resumed
+# Run answers the earlier Run's calls, and at the end every call is answered.
 #
 # The Node packages are installed on first use (npm ci, from the pinned
 # package-lock.json). Nothing here is skipped: without node or npm, or when
@@ -123,3 +126,28 @@ def test_the_client_accepts_every_generated_complete_delegating_run(node: str, r
     # unanswered; everything else is answered.
     cut = any(s.fate in ("cut_off", "not_started") for s in run.subagents)
     check(events, out, all_answered=not cut)
+
+
+THREADS = ["approval_denied", "deferred_call_and_approval"]
+
+
+@pytest.mark.parametrize("name", THREADS)
+def test_a_resumed_run_answers_the_calls_of_the_run_it_resumes_in_one_client_session(node: str, name: str) -> None:
+    lines = (FIXTURES / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
+    items = [decode(line) for line in lines if line.strip()]
+    runs: list[list[Any]] = [[]]
+    for item in items:
+        runs[-1].append(item)
+        if item.run_id == runs[-1][0].run_id and type(item).__name__ == "HarnessRunResultEvent":
+            runs.append([])
+    runs = [r for r in runs if r]
+    assert len(runs) >= 2
+    events = [e for run in runs for e in project(run)]
+    out = replay(node, events)
+    assert out["ok"], out.get("error")
+    calls = {c["id"] for m in out["messages"] for c in m.get("toolCalls") or []}
+    answered = {m["toolCallId"] for m in out["messages"] if m["role"] == "tool"}
+    assert calls and calls <= answered, calls - answered
+    # The resumed calls were answered, not started again: each call appears once.
+    starts = [e.tool_call_id for e in events if e.type.value == "TOOL_CALL_START"]
+    assert len(starts) == len(set(starts))

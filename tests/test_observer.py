@@ -121,7 +121,6 @@ def rename_message(item: Any, event: BaseEvent) -> BaseEvent:
 TEXT_OPEN = [notice(0, 0), start(1, 0, TextPart(content="He", id="m-1"))]
 TOOL_OPEN = [notice(0, 0), start(1, 0, call("f", None, "c")), delta(2, 0, ToolCallPartDelta(args_delta='{"a":'))]
 DICT_TOOL_OPEN = [notice(0, 0), start(1, 0, call("f", {"a": 1}, "c"))]
-TOOL_ENDED = [notice(0, 0), start(1, 0, call("f", "{}", "c")), end(2, 0, call("f", "{}", "c"))]
 FINISHED = [obs(0), res(1)]
 
 # (history, bad item, processor): observing the bad item after the history
@@ -155,8 +154,7 @@ SEMANTIC_ERRORS: dict[str, tuple[list[HarnessStreamEvent], HarnessStreamEvent, A
     "part started again at an open index": (TEXT_OPEN, start(2, 0, TextPart(content="")), None),
     "delta for an index that is not open": (TEXT_OPEN, delta(2, 1, TextPartDelta(content_delta="x")), None),
     "end for an index that is not open": (TEXT_OPEN, end(2, 1, TextPart(content="x")), None),
-    "delta after the part ended": (TOOL_ENDED, delta(3, 0, ToolCallPartDelta(args_delta="x")), None),
-    "tool call id used twice in the run": (TOOL_ENDED, start(3, 1, call("f", None, "c")), None),
+    "tool call id used again while its call is open": (TOOL_OPEN, start(3, 1, call("f", None, "c")), None),
     "tool result while the call is still open": (TOOL_OPEN, ev(3, ToolResultEvent(
         tool_call_id="c", tool_name="f", outcome="success", content="x")), None),
     "model request index repeated": ([notice(0, 0)], notice(1, 0), None),

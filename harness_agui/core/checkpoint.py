@@ -166,10 +166,12 @@ def _empty_log_fields(log: RecordLog) -> list[Any]:
 
 
 _CLASSES: dict[str, _Codec] = {
-    "ProjectionState": _attrs_codec(ProjectionState),
+    "ProjectionState": _tuple_codec(ProjectionState),
     "HistoryCursor": _tuple_codec(HistoryCursor),
     "OpenPart": _tuple_codec(state.OpenPart),
     "RunState": _tuple_codec(state.RunState),
+    "RunLedger": _tuple_codec(state.RunLedger),
+    "ProjectionOptions": _attrs_codec(state.ProjectionOptions),
     "SubagentState": _attrs_codec(state.SubagentState),
     "LiveLog": _Codec(LiveLog, _live_log_fields, LiveLog, lambda: (int, conversation.Messages | None)),
     "RecordLog": _Codec(RecordLog, _empty_log_fields, RecordLog, tuple),
@@ -354,7 +356,7 @@ def encode(state: ProjectionState, *, processor_identity: str | None, key: bytes
         sections.append(_state_json(state))
         retained, messages = False, events.messages is not None
     else:
-        sections.append(_state_json(attrs.evolve(state, events=RecordLog())))
+        sections.append(_state_json(state._replace(events=RecordLog())))
         sections.append(_records_json(events.unsealed()))
         blocks = events.sealed_blocks()
         if isinstance(blocks, _LazyBlocks):
@@ -482,7 +484,7 @@ def decode(data: bytes | memoryview, *, processor_identity: str | None, run_id: 
             # every block is decoded and checked now.
             blocks: Any = _LazyBlocks(sealed) if key is not None else pvector(_block(b) for b in sealed)
             events = RecordLog.from_blocks(blocks, _records(sections[1]))
-            state = attrs.evolve(state, events=events)
+            state = state._replace(events=events)
         elif type(state.events) is not LiveLog:
             raise _Malformed("a live-only checkpoint whose state keeps no live-only log")
     except _Malformed as e:

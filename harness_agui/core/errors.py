@@ -232,8 +232,9 @@ class CheckpointError(AguiObservationError):
     ``problem`` says why: "format" (not a checkpoint, or truncated),
     "version" (another format or library version), "corrupt" (its checksum
     or its contents do not match), "foreign" (another Run than the one
-    expected), "processor" (written under another processor identity) or
-    "mode" (a checkpoint without events for an observer that retains them).
+    expected), "processor" (written under another processor identity),
+    "options" (written under other projection options) or "mode" (a
+    checkpoint without events for an observer that retains them).
     The Host's answer is the same for all of them: discard the checkpoint
     and resume from the full history.
     """

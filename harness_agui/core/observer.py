@@ -32,7 +32,6 @@ import threading
 from collections.abc import AsyncIterable, Iterable
 from typing import Any
 
-import attrs
 from ag_ui.core import BaseEvent
 
 from . import checkpoint as _checkpoint
@@ -44,7 +43,7 @@ from .livelog import LiveLog
 from .records import EventLog, RecordLog, build
 from .reduce import Processor, advance, step
 from .source import HarnessStreamEvent
-from .state import INITIAL_STATE, ProjectionState
+from .state import DEFAULT_OPTIONS, INITIAL_STATE, MAX_EVENT_BYTES, ProjectionOptions, ProjectionState
 
 __all__ = ["HarnessAguiObserver"]
 
@@ -68,6 +67,11 @@ class HarnessAguiObserver:
     and ``catch_up()`` (it keeps the conversation's content for that); a
     retained observer always can.
 
+    ``show_hidden``, ``max_event_bytes`` and ``user_messages`` choose how
+    the stream is projected (``core.state.ProjectionOptions``): by default
+    nothing the Harness marks for the model only is published, no event's
+    JSON exceeds 64 KiB, and user inputs become user messages.
+
     State-changing calls must be serialized by the caller; reads (properties,
     ``snapshot()``, ``messages()``, ``catch_up()``, ``checkpoint()``) are
     safe at any time.
@@ -76,14 +80,18 @@ class HarnessAguiObserver:
     __slots__ = ("_processor", "_state", "_initial", "_resumed", "_resuming", "_gate", "_folded")
 
     def __init__(self, processor: Processor | None = None, *, retain_events: bool = True,
-                 track_messages: bool = False) -> None:
+                 track_messages: bool = False, show_hidden: bool = False,
+                 max_event_bytes: int | None = MAX_EVENT_BYTES, user_messages: bool = True) -> None:
         if processor is not None and not callable(processor):
             raise TypeError(f"processor must be callable, not {type(processor).__name__}")
         if not isinstance(retain_events, bool) or not isinstance(track_messages, bool):
             raise TypeError("retain_events and track_messages must be bools")
+        options = ProjectionOptions(show_hidden=show_hidden, max_event_bytes=max_event_bytes,
+                                    user_messages=user_messages)
         self._processor = processor
-        self._initial: ProjectionState = INITIAL_STATE if retain_events else attrs.evolve(
-            INITIAL_STATE, events=LiveLog.tracking(track_messages))
+        initial = INITIAL_STATE if options == DEFAULT_OPTIONS else INITIAL_STATE._replace(options=options)
+        self._initial: ProjectionState = initial if retain_events else initial._replace(
+            events=LiveLog.tracking(track_messages))
         self._state: ProjectionState = self._initial
         self._resumed = False
         self._resuming = False
@@ -112,6 +120,11 @@ class HarnessAguiObserver:
         """How many AG-UI events the projection holds (has emitted, for a
         live-only observer)."""
         return len(self._state.events)
+
+    @property
+    def options(self) -> ProjectionOptions:
+        """How this observer projects (fixed at construction)."""
+        return self._initial.options
 
     @property
     def retains_events(self) -> bool:
@@ -285,7 +298,8 @@ class HarnessAguiObserver:
     @classmethod
     def restore(cls, data: bytes, *, processor: Processor | None = None, processor_identity: str | None = None,
                 run_id: str | None = None, key: bytes | None = None, retain_events: bool | None = None,
-                track_messages: bool | None = None) -> HarnessAguiObserver:
+                track_messages: bool | None = None, options: ProjectionOptions | None = None,
+                ) -> HarnessAguiObserver:
         """A new observer in exactly the state of the one that wrote
         checkpoint ``data``: it continues with the item after the
         checkpoint's last sequence.
@@ -297,7 +311,8 @@ class HarnessAguiObserver:
         sealed with that HMAC key (and without, with none).
         ``retain_events`` and ``track_messages`` default to the checkpoint's
         mode; a retained checkpoint restores live-only, not the other way
-        round.
+        round. The observer projects with the checkpoint's options
+        (``ProjectionOptions``), or ``options``, which must then equal them.
 
         A checkpoint is decoded as data into the state's own types, so no
         bytes can make restoring run code. Without ``key`` its CRC-32
@@ -310,24 +325,31 @@ class HarnessAguiObserver:
         AguiObservationError; ``problem`` says which) for bytes that are not
         a checkpoint, a damaged one, one of another format, library or
         Python version, of another Run, written under another processor
-        identity, or without the events or messages the mode asks for.
-        Nothing is created on error.
+        identity or other options, or without the events or messages the mode
+        asks for. Nothing is created on error.
         """
         events = _checkpoint.inspect(data)
         retain = events.retained if retain_events is None else retain_events
         track = events.messages if track_messages is None else track_messages
         observer = cls(processor, retain_events=retain, track_messages=track and not retain)
-        observer._state = observer._decode(data, processor_identity, run_id, key)
+        state = observer._decode(data, processor_identity, run_id, key, adopt_options=options is None)
+        if options is not None:
+            observer._check_options(state, options)
+        observer._initial = observer._initial._replace(options=state.options)
+        observer._state = state
         observer._resumed = True
         return observer
 
     def _decode(self, data: bytes, processor_identity: str | None, run_id: str | None,
-                key: bytes | None) -> ProjectionState:
-        """The state checkpoint ``data`` holds, in this observer's mode."""
+                key: bytes | None, *, adopt_options: bool = False) -> ProjectionState:
+        """The state checkpoint ``data`` holds, in this observer's mode (and
+        with its options, unless ``adopt_options``)."""
         if self._processor is not None and processor_identity is None:
             raise ValueError("an observer with a processor needs the processor_identity its checkpoint was "
                              "written with")
         state = _checkpoint.decode(data, processor_identity=processor_identity, run_id=run_id, key=key)
+        if not adopt_options:
+            self._check_options(state, self._initial.options)
         events = state.events
         wanted = self._initial.events
         if isinstance(wanted, LiveLog):
@@ -340,11 +362,17 @@ class HarnessAguiObserver:
             else:
                 live = LiveLog.of_records(events, track_messages=track)
             if live is not events:
-                state = attrs.evolve(state, events=live)
+                state = state._replace(events=live)
         elif isinstance(events, LiveLog):
             raise CheckpointError("a live-only checkpoint holds no events, for an observer that retains them",
                                   problem="mode")
         return state
+
+    @staticmethod
+    def _check_options(state: ProjectionState, options: ProjectionOptions) -> None:
+        if state.options != options:
+            raise CheckpointError(f"a checkpoint written under other projection options ({state.options}, not "
+                                  f"{options})", problem="options")
 
     # -- the conversation ----------------------------------------------------------------
 

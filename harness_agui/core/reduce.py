@@ -51,9 +51,11 @@
 # beyond that count and closes the message. A tool call's START waits until
 # its name is known; its args text is held back until then. Whole-object args
 # are emitted once, as compact JSON, when the part ends. Parts still open
-# when a new model request starts are closed and kept as retired (a late end
-# or delta of one becomes a CUSTOM event); at the terminal item they are
-# closed. Tool calls go open -> ended -> answered: a result for an ended call
+# when a new model request starts are closed; an ended or closed part is
+# kept as retired until its index is used again, and a late delta or end of
+# one becomes a CUSTOM event (pydantic-ai sends deltas for a part after its
+# end, and a preempted request's part never ends); at the terminal item open
+# parts are closed. Tool calls go open -> ended -> answered: a result for an ended call
 # is TOOL_CALL_RESULT; for a call this Run never started (or already
 # answered) a CUSTOM event, since AG-UI has no valid way to answer an unknown
 # call; for a call whose part is still open, an error (the Harness runs tools
@@ -67,14 +69,16 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
+import attrs
 from ag_ui.core import BaseEvent
 from pyrsistent import pvector
 
 from . import _json
 from . import records as ev
-from ._fast import part_streamed, projection_state, run_state, with_fields
+from ._fast import new_tuple, part_streamed, with_fields
+from ._json import JSON
 from .custom import CUSTOM_FRAGMENT_CHARS, CUSTOM_MAX_CHARS, custom_records
 from .errors import AguiObservationError, FinishedSubagentError, ForeignRunError, UnknownSubagentError
 from .history import HistoryCursor, advance_in_stream, is_root_item
@@ -105,6 +109,7 @@ from .source import (
     PartDeltaEvent,
     PartEndEvent,
     PartStartEvent,
+    RetryInfo,
     RunResult,
     TextPart,
     TextPartDelta,
@@ -113,12 +118,24 @@ from .source import (
     ToolCallEvent,
     ToolCallPart,
     ToolCallPartDelta,
+    ToolContent,
     ToolResultEvent,
     UnknownDelta,
     UnknownEvent,
     UnknownPart,
 )
-from .state import INITIAL_RUN, OpenPart, PartKind, ProjectionState, RunState, SubagentState, SubagentStatus, find_part
+from .state import (
+    EMPTY_MAP,
+    INITIAL_RUN,
+    OpenPart,
+    PartKind,
+    ProjectionOptions,
+    ProjectionState,
+    RunState,
+    SubagentState,
+    SubagentStatus,
+    find_part,
+)
 
 __all__ = ["Processor", "reduce", "advance", "step", "INPUT_CHUNK_CHARS", "CUSTOM_MAX_CHARS",
            "CUSTOM_FRAGMENT_CHARS", "CUT_OFF"]
@@ -181,33 +198,31 @@ def step(state: ProjectionState, item: HarnessStreamEvent,
     if type(item) is not HarnessEvent and not isinstance(item, (HarnessEvent, HarnessRunResultEvent)):
         raise TypeError(f"expected HarnessEvent or HarnessRunResultEvent, not {type(item).__name__}")
     root = state.root
-    if not is_root_item(root.history, item):
+    cursor = root.history
+    if item.run_id != cursor.run_id and not is_root_item(cursor, item):
         return _child_step(state, item, processor)
-    history = advance_history(root.history, item)  # the root Run's order: raises HistoryError
+    history = advance_history(cursor, item)  # the root Run's order: raises HistoryError
     ts = (item.occurred_at - _EPOCH) // _MS
     if type(item) is HarnessRunResultEvent:
         return _terminal_step(state, history, item, ts, processor)
-    assert isinstance(item, HarnessEvent)
-    out: list[Record] = []
-    if root.history.thread_id is None:
-        out.append(ev.run_started(ts, item.thread_id, item.run_id))
-    subagents = state.subagents
-    pieces: list[tuple[bool, list[Record]]] = []
-    if subagents:
-        state, closed = _delegation_end(state, item, ts)
-        if closed:
-            pieces.append((True, closed))
-    run = _run_step(root, history, item, ts, out)
-    if out:
-        state, run, out = _publish(state, run, item.run_id, out, attribute=False)
-    if not pieces:  # every item but a delegation end: the hot path
-        records = out if processor is None or not out else apply_processor(processor, item, out)
-        new = projection_state(state, run, state.events.extend(records) if records else state.events)
-        if subagents:
-            new = _note_texts(new, records)
-        return new, records
-    pieces.append((True, out))
-    return _emit(with_fields(state, root=run), item, processor, pieces)
+    event: HarnessEvent = item  # type: ignore[assignment]  # the terminal item took the branch above
+    out = [] if cursor.thread_id is not None else [ev.run_started(ts, event.thread_id, event.run_id)]
+    if state.subagents is not EMPTY_MAP:  # a delegating stream: the item may end a child's delegation first
+        state, closed = _delegation_end(state, event, ts)
+        run = _run_step(root, history, event, ts, out, state.options)
+        state, run, out = _publish(state, run, event.run_id, out, attribute=False)
+        return _emit(state._replace(root=run), event, processor, [(True, closed), (True, out)])
+    # A stream without children publishes every id as it is, and its owners are only counted once a
+    # child appears (``_delegating``).
+    run = _run_step(root, history, event, ts, out, state.options)
+    records = out if processor is None or not out else apply_processor(processor, event, out)
+    events = state.events
+    if len(records) == 1:
+        events = events.append(records[0])
+    elif records:
+        events = events.extend(records)
+    # state._replace(root=run, events=events), written out: a token's state.
+    return new_tuple(ProjectionState, (run, state[1], state[2], state[3], state[4], events, state[6])), records
 
 
 # -- the delegation lifecycle ----------------------------------------------------------------------
@@ -226,6 +241,8 @@ def _child_step(state: ProjectionState, item: HarnessStreamEvent,
             raise _unknown(state, item, f"subagent run {run_id!r} starts after the terminal result of run "
                                         f"{root_id!r}")
         sub = SubagentState(run_id, INITIAL_RUN)
+        if state.subagents is EMPTY_MAP:
+            state = _delegating(state)
     elif sub.finished:
         raise FinishedSubagentError(
             f"an item of subagent run {run_id!r}, which already {_ended(sub)} in the stream of run {root_id!r}",
@@ -248,14 +265,14 @@ def _child_step(state: ProjectionState, item: HarnessStreamEvent,
         pieces.append((True, closed))
         sub = state.subagents[run_id]
     own: list[Record] = []
-    run = _run_step(sub.run, history, item, ts, own)
+    run = _run_step(sub.run, history, item, ts, own, _child_options(state.options))
     state, run, own = _publish(state, run, run_id, own, attribute=True)
     sub = with_fields(sub, run=run)
     if not pieces:
         held = own if processor is None or not own else apply_processor(processor, item, own)
-        return with_fields(state, subagents=state.subagents.set(run_id, with_fields(sub, pending=tuple(held)))), []
+        return state._replace(subagents=state.subagents.set(run_id, with_fields(sub, pending=tuple(held)))), []
     pieces.append((True, own))
-    return _emit(with_fields(state, subagents=state.subagents.set(run_id, sub)), item, processor, pieces)
+    return _emit(state._replace(subagents=state.subagents.set(run_id, sub)), item, processor, pieces)
 
 
 def _announce(state: ProjectionState, sub: SubagentState, item: HarnessEvent,
@@ -287,7 +304,7 @@ def _announce(state: ProjectionState, sub: SubagentState, item: HarnessEvent,
     name = notice.subagent or "subagent"
     sub = with_fields(sub, status="running", name=name, parent_run_id=parent_id, parent_tool_call_id=call,
                       depth=depth, order=state.announced)
-    state = with_fields(state, announced=state.announced + 1)
+    state = state._replace(announced=state.announced + 1)
     return state, sub, [ev.subagent_started(ts, run_id, name, parent_subagent, call)]
 
 
@@ -337,14 +354,14 @@ def _terminal_step(state: ProjectionState, history: HistoryCursor, item: Harness
     pieces.append((True, closed))
     for sub in sorted((s for s in state.subagents.values() if s.status == "pending"), key=lambda s: s.run_id):
         pieces.append((False, list(sub.pending)))  # processed when they came
-        state = with_fields(state, subagents=state.subagents.set(sub.run_id, with_fields(
+        state = state._replace(subagents=state.subagents.set(sub.run_id, with_fields(
             sub, status="cut_off", pending=())))
     own: list[Record] = []
-    run = _close_run(state.root, ts, own)._replace(history=history)
+    run = _run(_close_run(state.root, ts, own), history)
     own.extend(_terminal(item, ts))
     state, run, own = _publish(state, run, item.run_id, own, attribute=False)
     pieces.append((True, own))
-    return _emit(with_fields(state, root=run), item, processor, pieces)
+    return _emit(state._replace(root=run), item, processor, pieces)
 
 
 def _close_subagent(state: ProjectionState, run_id: str, ts: int, status: SubagentStatus, out: list[Record],
@@ -363,7 +380,7 @@ def _close_subagent(state: ProjectionState, run_id: str, ts: int, status: Subage
         assert message is not None
         out.append(ev.subagent_error(ts, run_id, message, code))
     # Its last text is never read again: dropped, so finished children cost no memory for it.
-    return with_fields(state, subagents=state.subagents.set(run_id, with_fields(sub, run=run, status=status,
+    return state._replace(subagents=state.subagents.set(run_id, with_fields(sub, run=run, status=status,
                                                                                 last_text=None)))
 
 
@@ -378,6 +395,12 @@ def _descendants(state: ProjectionState, run_id: str) -> list[SubagentState]:
         if parent == run_id and sub.running:
             found.append(sub)
     return found
+
+
+def _child_options(options: ProjectionOptions) -> ProjectionOptions:
+    """The options a child Run's items are projected with: the stream's, but
+    its user input (the task it was delegated) is always a user message."""
+    return options if options.user_messages else attrs.evolve(options, user_messages=True)
 
 
 def _ended(sub: SubagentState) -> str:
@@ -408,7 +431,7 @@ def _emit(state: ProjectionState, item: HarnessStreamEvent, processor: Processor
         if fresh and processor is not None and piece:
             piece = apply_processor(processor, item, piece)
         records.extend(piece)
-    state = with_fields(state, events=state.events.extend(records)) if records else state
+    state = state._replace(events=state.events.extend(records)) if records else state
     return _note_texts(state, records), records
 
 
@@ -429,10 +452,22 @@ def _note_texts(state: ProjectionState, records: list[Record]) -> ProjectionStat
             if sub.last_text is not None and sub.last_text[0] == ev.field_of(record, "message_id"):
                 subagents = subagents.set(run_id, with_fields(sub, last_text=(
                     sub.last_text[0], sub.last_text[1].append(ev.field_of(record, "delta")))))
-    return state if subagents is state.subagents else with_fields(state, subagents=subagents)
+    return state if subagents is state.subagents else state._replace(subagents=subagents)
 
 
 # -- publishing ids ------------------------------------------------------------------------------
+
+def _delegating(state: ProjectionState) -> ProjectionState:
+    """The state of a stream whose first child Run just appeared: until now
+    the root published every id as it was, so each id it published is its own
+    (its text, reasoning and user messages, its tool calls, the result of each
+    answered call)."""
+    root, root_id = state.root, state.run_id
+    assert root_id is not None
+    messages = [*root.message_ids, *(f"{c}:result" for c, status in root.calls.items() if status == "answered")]
+    return state._replace(message_owners=IdMap((m, root_id) for m in messages),
+                       call_owners=IdMap((c, root_id) for c in root.calls))
+
 # Which field of which event type publishes a new id, and which refer to one:
 # "m" is the message id namespace, "c" the tool call id namespace.
 
@@ -461,7 +496,7 @@ def _publish(state: ProjectionState, run: RunState, run_id: str, records: list[R
     Run published them first, new ids registered to ``run_id``, and the
     subagent run id set when ``attribute``."""
     messages, calls = run.renamed_messages, run.renamed_calls
-    if not attribute and not messages and not calls:
+    if not attribute and messages is EMPTY_MAP and calls is EMPTY_MAP:
         for record in records:
             if record[0] in _PUBLISHES:
                 break
@@ -504,29 +539,79 @@ def _publish(state: ProjectionState, run: RunState, run_id: str, records: list[R
                 call_owners, calls = owners, table
         out.append(ev.attributed(record, run_id) if attribute else record)
     if message_owners is not state.message_owners or call_owners is not state.call_owners:
-        state = with_fields(state, message_owners=message_owners, call_owners=call_owners)
+        state = state._replace(message_owners=message_owners, call_owners=call_owners)
     if messages is not run.renamed_messages or calls is not run.renamed_calls:
-        run = run._replace(renamed_messages=messages, renamed_calls=calls)
+        run = _run(run, run.history, renamed_messages=messages, renamed_calls=calls)
     return state, run, out
 
 
 # -- the rulebook of one Run ----------------------------------------------------------------------
 
-def _run_step(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int, out: list[Record]) -> RunState:
+def _run_step(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int, out: list[Record],
+              options: ProjectionOptions) -> RunState:
     """Append the records of a non-terminal item of Run ``run`` to ``out``;
-    return the Run's state after it, with ``history`` as its cursor."""
-    parts, request, parent = run.parts, run.request_index, run.parent_message_id
+    return the Run's state after it, with ``history`` as its cursor.
+    ``options`` are the stream's, and for a child Run ``_CHILD_OPTIONS`` of
+    them (a child's user input is its delegated task, never the client's)."""
+    parts, ledger = run.parts, run.ledger
+    request, parent = ledger.request_index, ledger.parent_message_id
     payload = item.event
-    if type(payload) is PartDeltaEvent:  # most items of a Run: ahead of the match
-        return run_state(history, request, parent, _token(parts, parent, item, payload, ts, out), run)
+    if type(payload) is PartDeltaEvent:  # most items of a Run (tokens): ahead of the match, calls spared
+        index, delta = payload.index, payload.delta
+        # Usually exactly one part is open and streaming: skip the search.
+        part = parts[0] if len(parts) == 1 and parts[0].index == index else find_part(parts, index)
+        kind = _KIND_OF_DELTA.get(type(delta))
+        if part is None or kind is None:
+            if kind is None:
+                assert isinstance(delta, UnknownDelta)
+                out.extend(_custom(item, ts, f"harness.part_delta.{delta.part_delta_kind}"))
+            elif find_part(ledger.retired, index) is not None:
+                out.extend(_custom(item, ts, "harness.part_delta"))  # a late delta of a part already closed
+            else:
+                raise AguiObservationError(f"part delta for index {index}, which is not open",
+                                           sequence=item.sequence)
+            return _run(run, history)
+        if kind != part.kind:
+            raise AguiObservationError(
+                f"part {index} changed kind from {part.kind} to {kind} before its end", sequence=item.sequence
+            )
+        if kind == "text":
+            text = delta.content_delta  # type: ignore[union-attr]
+            if text:
+                out.append(ev.text_content(ts, part.message_id, text))
+                part = part_streamed(part, part.streamed + len(text))
+        elif kind == "thinking":
+            thought, signature = delta.content_delta, delta.signature_delta  # type: ignore[union-attr]
+            if thought:
+                out.append(ev.reasoning_content(ts, part.message_id, thought))
+            if signature:
+                # A signature delta replaces the signature (pydantic-ai's rule; a
+                # real Run streams 'sig-part1' then '-part2' and ends with '-part2').
+                part = part._replace(streamed=part.streamed + len(thought or ""), signature=signature)
+            elif thought:
+                part = part_streamed(part, part.streamed + len(thought))
+        else:
+            assert type(delta) is ToolCallPartDelta
+            part = _tool_call_delta(part, delta, ts, parent, out, item.sequence)
+        # _run(run, history, parts), written out: a token's RunState.
+        return new_tuple(RunState, (history, (part,) if len(parts) == 1 else _replace(parts, part), ledger))
     match payload:
+        case PartStartEvent(part=BuiltinToolReturnPart() as returned) if run.calls.get(
+                run.call_id(returned.tool_call_id)) == "ended":
+            # The provider ran the call the model made: its answer, like any tool result's.
+            call_id = run.call_id(returned.tool_call_id)
+            out.append(_tool_result(call_id, returned.tool_name, returned.outcome, returned.content, None, ts,
+                                    provider_executed=True))
+            return _run(run, history, calls=run.calls.set(call_id, "answered"))
+
         case PartStartEvent(part=source_part) | PartEndEvent(part=source_part) if (
                 type(source_part) not in _KIND_OF_PART):
-            # A start-only part (builtin tool return, file) or a part kind this release does not model.
+            # A start-only part (builtin tool return of an unknown call, file) or a part kind this release
+            # does not model.
             out.extend(_custom(item, ts, f"harness.{_PART_NAMES.get(type(source_part)) or _unknown_kind(source_part)}"))
 
         case PartStartEvent(index=index, part=source_part):
-            if (open_ := find_part(parts, index)) is not None and not open_.retired:
+            if (open_ := find_part(parts, index)) is not None:
                 raise AguiObservationError(
                     f"part {index} started again before its {open_.kind} part ended", sequence=item.sequence
                 )
@@ -534,31 +619,40 @@ def _run_step(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int
             return _start(run, history, index, source_part, item, ts, out)
 
         case PartEndEvent(index=index, part=final):
-            part = _open_part(parts, index, item)
-            rest = tuple(p for p in parts if p.index != index)
-            if part.retired:  # the late end of a part a new model request closed: its message is over
-                out.extend(_custom(item, ts, "harness.part_end"))
-                return run_state(history, request, parent, rest, run)
+            part = find_part(parts, index)
+            if part is None:
+                if find_part(run.retired, index) is None:
+                    raise AguiObservationError(f"part end for index {index}, which is not open",
+                                               sequence=item.sequence)
+                out.extend(_custom(item, ts, "harness.part_end"))  # a late end: its message is over
+                return _run(run, history, retired=_without(run.retired, index))
             assert isinstance(final, (TextPart, ThinkingPart, ToolCallPart))  # the first case took the others
             _check_same_part(part, final, item.sequence)
             calls = _close(part, final, ts, parent, run.calls, out)
-            return run_state(history, request, parent, rest, run)._replace(calls=calls)
+            return _run(run, history, _without(parts, index), retired=_replace(run.retired, part), calls=calls)
 
-        case ToolResultEvent(tool_call_id=call_id):
+        case ToolResultEvent(tool_call_id=source_id):
+            call_id = run.call_id(source_id)
             status = run.calls.get(call_id)
+            content = _visible(payload.content, payload.metadata, options)
             if status == "ended":
-                out.append(_tool_result(payload, ts))
-                return run_state(history, request, parent, parts, run)._replace(
-                    calls=run.calls.set(call_id, "answered"))
+                out.append(_tool_result(call_id, payload.tool_name, payload.outcome, content, payload.retry, ts))
+                return _run(run, history, calls=run.calls.set(call_id, "answered"))
             if status == "open":
                 raise AguiObservationError(
-                    f"tool result for call {call_id!r} arrived before the call's part ended", sequence=item.sequence
+                    f"tool result for call {source_id!r} arrived before the call's part ended", sequence=item.sequence
                 )
-            out.extend(_custom(item, ts, "harness.tool_result"))
+            shown = payload if content is payload.content else attrs.evolve(payload, content=content)
+            out.extend(_custom(item, ts, "harness.tool_result", payload_to_json(shown, binary_data=False)))
 
-        case InputEvent(source=source, content=content):
-            if isinstance(content, str) and source in _MESSAGE_SOURCES:
+        case InputEvent(source=source, content=content, metadata=metadata):
+            if not options.show_hidden and metadata is not None and metadata.get("display") is False:
+                pass  # for the model only (the trusted dynamic context, say): the journal keeps it
+            elif source == "user" and not options.user_messages:
+                pass  # the client holds its own user messages
+            elif isinstance(content, str) and source in _MESSAGE_SOURCES:
                 out.extend(_user_message(item, content, ts))
+                run = _run(run, history, message_ids=run.message_ids.add(ev.field_of(out[-1], "message_id")))
             elif isinstance(content, str):
                 out.extend(_input_chunks(item, payload, ts))
             else:
@@ -571,14 +665,23 @@ def _run_step(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int
                     raise AguiObservationError(
                         f"model request {started} started after model request {request}", sequence=item.sequence
                     )
-                run = _close_run(run, ts, out)._replace(parts=_retire(parts), request_index=started)
+                retired = run.retired
+                for part in parts:
+                    retired = _replace(retired, part)
+                run = _run(_close_run(run, ts, out), history, retired=retired, request_index=started)
             out.extend(_custom(item, ts, f"harness.extension.{kind}"))
 
         case ObservationEvent():
             out.extend(_custom(item, ts, "harness.observation"))
 
-        case ToolCallEvent(output=output):
+        case ToolCallEvent(output=output, part=called):
             out.extend(_custom(item, ts, "harness.output_tool_call" if output else "harness.function_tool_call"))
+            if not output and run.call_id(called.tool_call_id) not in run.calls:
+                # A call this Run never started: one of an earlier Run, resumed in this one (a resumed Run
+                # re-announces each deferred call, approved, denied or answered, then its result follows).
+                # Answerable by TOOL_CALL_RESULT, which a client that saw the earlier Run holds the call for;
+                # its start is not sent again.
+                run = _run(run, history, calls=run.calls.set(called.tool_call_id, "ended"))
 
         case FinalResultEvent() | DeferredToolRequestsEvent() | EnqueuedMessagesEvent():
             out.extend(_custom(item, ts, f"harness.{_PAYLOAD_NAMES[type(payload)]}"))
@@ -591,7 +694,7 @@ def _run_step(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int
 
         case _:  # pragma: no cover - HarnessEvent validates its payload
             raise TypeError(f"not a Harness payload: {type(payload).__name__}")
-    return run._replace(history=history)
+    return _run(run, history)
 
 
 def _unknown_kind(part: Any) -> str:
@@ -599,55 +702,27 @@ def _unknown_kind(part: Any) -> str:
     return f"part.{part.part_kind}"
 
 
+def _run(run: RunState, history: HistoryCursor, parts: tuple[OpenPart, ...] | None = None,
+         **ledger: Any) -> RunState:
+    """``run`` after an item: its cursor ``history``, its open ``parts`` and
+    the ledger fields named in ``ledger`` where they changed."""
+    return new_tuple(RunState, (history, run.parts if parts is None else parts,
+                                run.ledger._replace(**ledger) if ledger else run.ledger))
+
+
 def _close_run(run: RunState, ts: int, out: list[Record]) -> RunState:
     """``run`` with its open parts ended (their END events appended to
-    ``out``; retired parts stay as they are) and no parent message."""
+    ``out``) and no parent message."""
     calls = run.calls
     for part in run.parts:
-        if not part.retired:
-            calls = _close(part, None, ts, run.parent_message_id, calls, out)
-    return run._replace(parts=(), parent_message_id=None, calls=calls)
-
-
-def _retire(parts: tuple[OpenPart, ...]) -> tuple[OpenPart, ...]:
-    """The parts a new model request leaves behind, after ``_close_run`` ended
-    their messages: kept as retired, so a late PartEnd (or delta) for one is
-    taken as a CUSTOM event instead of refused; a new part at the same index
-    replaces it. A preempted or failed request never ends its parts in real
-    Runs; this is for a Harness that does."""
-    return tuple(p if p.retired else p._replace(retired=True) for p in parts)
+        calls = _close(part, None, ts, run.parent_message_id, calls, out)
+    return _run(run, run.history, (), parent_message_id=None, calls=calls)
 
 
 # -- parts -------------------------------------------------------------------------
 
-def _token(parts: tuple[OpenPart, ...], parent: str | None, item: HarnessEvent, payload: PartDeltaEvent, ts: int,
-           out: list[Record]) -> tuple[OpenPart, ...]:
-    """Append the records of a part delta to ``out``; return the new open parts
-    (a delta changes nothing else)."""
-    index, delta = payload.index, payload.delta
-    if type(delta) is UnknownDelta:
-        out.extend(_custom(item, ts, f"harness.part_delta.{delta.part_delta_kind}"))
-        return parts
-    # Usually exactly one part is open and streaming: skip the search.
-    part = parts[0] if len(parts) == 1 and parts[0].index == index else _open_part(parts, index, item)
-    if part.retired:  # a late delta of a part a new model request closed
-        out.extend(_custom(item, ts, "harness.part_delta"))
-        return parts
-    kind = _KIND_OF_DELTA[type(delta)]
-    if kind != part.kind:
-        raise AguiObservationError(
-            f"part {index} changed kind from {part.kind} to {kind} before its end", sequence=item.sequence
-        )
-    new = _delta(part, delta, ts, parent, out, item.sequence)
-    return (new,) if len(parts) == 1 else _replace(parts, new)
-
-
-def _open_part(parts: tuple[OpenPart, ...], index: int, item: HarnessEvent) -> OpenPart:
-    part = find_part(parts, index)
-    if part is None:
-        what = "delta" if isinstance(item.event, PartDeltaEvent) else "end"
-        raise AguiObservationError(f"part {what} for index {index}, which is not open", sequence=item.sequence)
-    return part
+def _without(parts: tuple[OpenPart, ...], index: int) -> tuple[OpenPart, ...]:
+    return tuple(p for p in parts if p.index != index)
 
 
 def _replace(parts: tuple[OpenPart, ...], part: OpenPart) -> tuple[OpenPart, ...]:
@@ -677,17 +752,24 @@ def _start(run: RunState, history: HistoryCursor, index: int, source: _Streamed,
            out: list[Record]) -> RunState:
     parent = run.parent_message_id
     if isinstance(source, ToolCallPart):
-        call_id = source.tool_call_id
-        calls = run.calls.set(call_id, "open")
-        if len(calls) == len(run.calls):  # the id was there already
-            raise AguiObservationError(f"tool call id {call_id!r} is used twice in this run", sequence=item.sequence)
+        source_id = source.tool_call_id
+        call_id, reused = run.call_id(source_id), run.ledger.reused_calls
+        status = run.calls.get(call_id)
+        if status == "open":
+            raise AguiObservationError(f"tool call id {source_id!r} is used twice in this run", sequence=item.sequence)
+        if status is not None:
+            # The Harness names a later call like an earlier one (OpenAI-compatible servers number the calls
+            # of each response from call_0): this one is published under an id of its own, stable on replay.
+            call_id = f"{source_id}:{item.sequence}"
+            reused = reused.set(source_id, call_id)
         args = source.args
-        part = OpenPart(index, "tool_call", call_id, started=False, tool_name=source.tool_name,
+        part = OpenPart(index, "tool_call", call_id, part_id=source_id, started=False, tool_name=source.tool_name,
                         pending=args if isinstance(args, str) else "",
                         object_args_json=_json.dumps(args) if isinstance(args, dict) else None)
         if source.tool_name:
             part = _start_tool_call(part, ts, parent, out)
-        return run._replace(history=history, parts=_replace(run.parts, part), calls=calls)
+        return _run(run, history, _replace(run.parts, part), retired=_without(run.retired, index),
+                    calls=run.calls.set(call_id, "open"), reused_calls=reused)
 
     kind = _KIND_OF_PART[type(source)]
     message_id = _message_id(run, item, index, kind, source.id)
@@ -703,8 +785,8 @@ def _start(run: RunState, history: HistoryCursor, index: int, source: _Streamed,
     if source.content:
         out.append(content(ts, message_id, source.content))
     part = OpenPart(index, kind, message_id, part_id=source.id, streamed=len(source.content), signature=signature)
-    return run._replace(history=history, parent_message_id=parent, parts=_replace(run.parts, part),
-                        message_ids=run.message_ids.add(message_id))
+    return _run(run, history, _replace(run.parts, part), parent_message_id=parent,
+                retired=_without(run.retired, index), message_ids=run.message_ids.add(message_id))
 
 
 def _start_tool_call(part: OpenPart, ts: int, parent: str | None, out: list[Record]) -> OpenPart:
@@ -714,34 +796,14 @@ def _start_tool_call(part: OpenPart, ts: int, parent: str | None, out: list[Reco
     return part._replace(started=True, streamed=len(part.pending), pending="")
 
 
-def _delta(part: OpenPart, delta: Any, ts: int, parent: str | None, out: list[Record], seq: int) -> OpenPart:
-    # Type checks rather than ``match`` class patterns: this runs once per token.
+def _tool_call_delta(part: OpenPart, delta: ToolCallPartDelta, ts: int, parent: str | None, out: list[Record],
+                     seq: int) -> OpenPart:
     mid = part.message_id
-    if type(delta) is TextPartDelta:
-        text = delta.content_delta
-        if not text:
-            return part
-        out.append(ev.text_content(ts, mid, text))
-        return part_streamed(part, part.streamed + len(text))
-
-    if type(delta) is ThinkingPartDelta:
-        thought, signature = delta.content_delta, delta.signature_delta
-        if thought:
-            out.append(ev.reasoning_content(ts, mid, thought))
-        if signature:
-            # A signature delta replaces the signature (pydantic-ai's rule; a
-            # real Run streams 'sig-part1' then '-part2' and ends with '-part2').
-            return part._replace(streamed=part.streamed + len(thought or ""), signature=signature)
-        if not thought:
-            return part
-        return part_streamed(part, part.streamed + len(thought))
-
-    assert type(delta) is ToolCallPartDelta
     name, args, call_id = delta.tool_name_delta, delta.args_delta, delta.tool_call_id
-    if call_id is not None and call_id != mid:
+    if call_id is not None and call_id != part.part_id:
         raise AguiObservationError(
-            f"part {part.index} changed tool call id from {mid!r} to {call_id!r} before its end", sequence=seq
-        )
+            f"part {part.index} changed tool call id from {part.part_id!r} to {call_id!r} before its end",
+            sequence=seq)
     if name:
         if part.started:
             raise AguiObservationError(f"tool call {mid!r} changed its name after TOOL_CALL_START", sequence=seq)
@@ -769,9 +831,9 @@ def _check_same_part(part: OpenPart, final: _Streamed, seq: int) -> None:
         raise AguiObservationError(f"part {part.index} changed kind from {part.kind} to {kind} before its end",
                                    sequence=seq)
     if isinstance(final, ToolCallPart):
-        if final.tool_call_id != part.message_id:
+        if final.tool_call_id != part.part_id:
             raise AguiObservationError(
-                f"part {part.index} ended as tool call {final.tool_call_id!r}, started as {part.message_id!r}",
+                f"part {part.index} ended as tool call {final.tool_call_id!r}, started as {part.part_id!r}",
                 sequence=seq,
             )
         if isinstance(final.args, dict) and (part.streamed or part.pending):
@@ -827,18 +889,52 @@ def _close(part: OpenPart, final: _Streamed | None, ts: int, parent: str | None,
 
 # -- other payloads ------------------------------------------------------------------
 
-def _tool_result(payload: ToolResultEvent, ts: int) -> Record:
-    content = payload.content
-    harness: dict[str, Any] = {"outcome": payload.outcome, "tool_name": payload.tool_name}
-    if payload.retry is not None:
-        retry = payload.retry
+def _tool_result(call_id: str, tool_name: str, outcome: str, content: ToolContent, retry: RetryInfo | None,
+                 ts: int, *, provider_executed: bool = False) -> Record:
+    """The TOOL_CALL_RESULT answering call ``call_id`` (its id in this Run's
+    events), whatever the outcome; the outcome, the tool and how the call ran
+    in ``metadata.harness``."""
+    harness: dict[str, Any] = {"outcome": outcome, "tool_name": tool_name}
+    if provider_executed:
+        harness["provider_executed"] = True
+    if retry is not None:
         harness["retry"] = {k: v for k, v in (("cause", retry.cause), ("attempt", retry.attempt),
                                               ("max_retries", retry.max_retries)) if v is not None}
     if isinstance(content, (BinaryContent, MediaContent, ContentList)):
         harness["content"] = _content_parts(content)
     text = content if isinstance(content, str) else _json.dumps(content_to_json(content, binary_data=False))
     meta = _json.dumps({"harness": harness})
-    return ev.tool_call_result(ts, f"{payload.tool_call_id}:result", payload.tool_call_id, text, meta)
+    return ev.tool_call_result(ts, f"{call_id}:result", call_id, text, meta)
+
+
+def _visible(content: ToolContent, metadata: Any, options: ProjectionOptions) -> ToolContent:
+    """The part of a tool result's content a UI may see. A tool that returns
+    supplements for the model beside its value (a13n-harness makes the
+    content a list of the value and the supplements, described by
+    ``metadata["a13n.tool-content"]``: ``result_index``, and one content
+    metadata per supplement in ``items``) shows its value and the supplements
+    whose ``display`` is not false; with ``show_hidden``, or content without
+    a description this release can read, everything."""
+    if options.show_hidden or not isinstance(metadata, dict):
+        return content
+    described = metadata.get("a13n.tool-content")
+    values = content.items if isinstance(content, ContentList) else content if isinstance(content, list) else None
+    if not isinstance(described, dict) or values is None:
+        return content
+    at, items = described.get("result_index"), described.get("items")
+    supplements = [v for i, v in enumerate(values) if i != at]
+    if type(at) is not int or not 0 <= at < len(values) or not isinstance(items, list) \
+            or len(items) != len(supplements):
+        return content
+    shown = [values[at], *(v for v, meta in zip(supplements, items, strict=True)
+                           if not (isinstance(meta, dict) and meta.get("display") is False))]
+    if len(shown) == len(values):
+        return content
+    if len(shown) == 1:
+        return shown[0]
+    if any(isinstance(v, (BinaryContent, MediaContent)) for v in shown):
+        return ContentList(tuple(shown))
+    return cast(list[JSON], shown)
 
 
 _PART_OF_MEDIA = {"image": "image", "audio": "audio", "video": "video"}

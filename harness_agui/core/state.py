@@ -18,9 +18,10 @@
 # observer a ``LiveLog`` that only counts them. Nothing in the reducer reads
 # the events back: whatever a rule needs is in these values.
 #
-# ``OpenPart``, ``RunState`` and ``HistoryCursor`` are NamedTuples, built
-# anew on nearly every item (a token rebuilds a part, the root's RunState and
-# its cursor): named fields, and the cheapest frozen values CPython makes.
+# ``OpenPart``, ``RunState``, ``RunLedger`` and ``HistoryCursor`` are
+# NamedTuples: named fields, and the cheapest frozen values CPython makes. A
+# token rebuilds a part, its Run's cursor and its RunState, which therefore
+# holds only those (and the ledger of everything else, unchanged).
 # ``ProjectionState`` and ``SubagentState`` are frozen attrs classes. The
 # Run-long maps of tool calls and message ids are ``idmap`` tries, so that
 # the collector's share of an item stays flat over a long Run. Open parts
@@ -33,7 +34,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import attrs
 from pyrsistent import PMap, PVector, pmap
@@ -44,8 +45,8 @@ from .livelog import LiveLog
 from .records import EventLog, Record, RecordLog
 
 __all__ = [
-    "OpenPart", "RunState", "ProjectionState", "INITIAL_STATE", "INITIAL_RUN", "CallStatus", "PartKind",
-    "SubagentState", "SubagentStatus", "find_part",
+    "OpenPart", "RunState", "RunLedger", "ProjectionState", "INITIAL_STATE", "INITIAL_RUN", "CallStatus", "PartKind",
+    "SubagentState", "SubagentStatus", "find_part", "ProjectionOptions", "DEFAULT_OPTIONS", "MAX_EVENT_BYTES",
 ]
 
 PartKind = Literal["text", "thinking", "tool_call"]
@@ -61,9 +62,9 @@ class OpenPart(NamedTuple):
     a tool call whose name is not yet known holds its args text in
     ``pending`` and has ``started`` false; a tool call streaming its args as
     JSON objects holds their merge, as compact JSON text, in
-    ``object_args_json``. A part that a new model request closed before its
-    end (its END events are out) stays ``retired`` until a new part takes its
-    index, so a late end of it is recognised.
+    ``object_args_json``. For a tool call, ``part_id`` is the id the Harness
+    gave the call (``message_id`` is its id in the Run's events, which differs
+    when the Harness used the id before).
     """
 
     index: int  # type: ignore[assignment]  # the field hides tuple.index, which nothing calls on a part
@@ -76,7 +77,6 @@ class OpenPart(NamedTuple):
     pending: str = ""
     object_args_json: str | None = None
     signature: str | None = None
-    retired: bool = False
 
     def __repr__(self) -> str:
         extra = "" if self.started else f", pending={len(self.pending)} chars"
@@ -91,31 +91,121 @@ def find_part(parts: tuple[OpenPart, ...], index: int) -> OpenPart | None:
     return None
 
 
-_NO_RENAMES: PMap[str, str] = pmap()
+EMPTY_MAP: PMap[Any, Any] = pmap()
+"""pyrsistent's one empty map: ``m is EMPTY_MAP`` tells a map that never had an entry, without a call."""
+_NO_RENAMES: PMap[str, str] = EMPTY_MAP
+
+MAX_EVENT_BYTES = 65536
+"""The default largest event, in bytes of its compact JSON (``ProjectionOptions.max_event_bytes``)."""
 
 
-class RunState(NamedTuple):
-    """What the projection knows of one Run of the stream (the root or a child).
+def _max_event_bytes(inst: object, attribute: attrs.Attribute, value: object) -> None:
+    if value is None:
+        return
+    if type(value) is not int:
+        raise TypeError(f"max_event_bytes must be an int or None, not {type(value).__name__}")
+    if value < 1024:
+        raise ValueError(f"max_event_bytes must be at least 1024 (an event's fixed fields need room), not {value}")
 
-    ``history`` is the Run's cursor, ``request_index`` its latest model
-    request (None before any), ``parent_message_id`` the latest assistant
-    text message of that request (the parent of its tool calls), ``parts``
-    the parts open (or retired, see OpenPart) in index order, ``calls`` what
-    became of each tool call id, ``message_ids`` the ids given to its text
-    and reasoning messages (each unique in the Run). ``renamed_messages`` and
-    ``renamed_calls`` map the message and tool call ids this Run uses to the
-    ones published for it, where those differ (another Run of the stream
-    published the id first).
+
+@attrs.frozen
+class ProjectionOptions:
+    """How a stream is projected, fixed for an observer's life (a checkpoint
+    keeps them, and resumes only under the same).
+
+    ``show_hidden``: publish what the Harness marks for the model only (an
+    input or a tool result supplement whose content metadata says
+    ``display: false``, such as the trusted dynamic context); by default it
+    never reaches an AG-UI event (the journal keeps it all).
+    ``max_event_bytes``: the largest event, in bytes of its compact JSON; a
+    larger one is cut into consecutive deltas where AG-UI allows, else
+    carried in CUSTOM fragments (see ``core.fit``); None for no limit.
+    ``user_messages``: whether a user input of the root Run becomes a user
+    text message (a Host whose client already holds its own user messages may
+    turn it off: the input then emits nothing).
     """
 
-    history: HistoryCursor = INITIAL_CURSOR
+    show_hidden: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    max_event_bytes: int | None = attrs.field(default=MAX_EVENT_BYTES, validator=_max_event_bytes)
+    user_messages: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
+
+
+DEFAULT_OPTIONS = ProjectionOptions()
+
+
+class RunLedger(NamedTuple):
+    """What one Run of the stream has done so far, beside where its history
+    stands and what it is streaming (``RunState``), which change on every
+    token while these change a few times per model response.
+
+    ``request_index`` is the Run's latest model request (None before any),
+    ``parent_message_id`` the latest assistant text message of that request
+    (the parent of its tool calls), ``retired`` the parts closed since their
+    index was last used (they ended, or a new model request closed them
+    before their end): a late delta or end of one is taken and kept as a
+    CUSTOM event, as pydantic-ai sends such; ``calls`` what became of each
+    tool call (by its id in this Run's events), ``message_ids`` the ids given
+    to its text, reasoning and user messages (each unique in the Run).
+    ``reused_calls`` maps a tool call id the Harness used again for a later
+    call (OpenAI-compatible servers number calls per response) to the id that
+    later call has in this Run's events, ``<id>:<sequence of its start>``.
+    ``renamed_messages`` and ``renamed_calls`` map the message and tool call
+    ids this Run uses to the ones published for it, where those differ
+    (another Run of the stream published the id first).
+    """
+
     request_index: int | None = None
     parent_message_id: str | None = None
-    parts: tuple[OpenPart, ...] = ()
+    retired: tuple[OpenPart, ...] = ()
     calls: IdMap[CallStatus] = IdMap()
     message_ids: IdSet = IdSet()
     renamed_messages: PMap[str, str] = _NO_RENAMES
     renamed_calls: PMap[str, str] = _NO_RENAMES
+    reused_calls: PMap[str, str] = _NO_RENAMES
+
+
+class RunState(NamedTuple):
+    """What the projection knows of one Run of the stream (the root or a
+    child): ``history``, the Run's cursor; ``parts``, the parts it has open,
+    in index order; ``ledger``, everything else (see RunLedger, whose fields
+    read through)."""
+
+    history: HistoryCursor = INITIAL_CURSOR
+    parts: tuple[OpenPart, ...] = ()
+    ledger: RunLedger = RunLedger()
+
+    @property
+    def request_index(self) -> int | None:
+        return self.ledger.request_index
+
+    @property
+    def parent_message_id(self) -> str | None:
+        return self.ledger.parent_message_id
+
+    @property
+    def retired(self) -> tuple[OpenPart, ...]:
+        return self.ledger.retired
+
+    @property
+    def calls(self) -> IdMap[CallStatus]:
+        return self.ledger.calls
+
+    @property
+    def message_ids(self) -> IdSet:
+        return self.ledger.message_ids
+
+    @property
+    def renamed_messages(self) -> PMap[str, str]:
+        return self.ledger.renamed_messages
+
+    @property
+    def renamed_calls(self) -> PMap[str, str]:
+        return self.ledger.renamed_calls
+
+    def call_id(self, source_id: str) -> str:
+        """The id of the latest call the Harness named ``source_id``, in this Run's events."""
+        reused = self.ledger.reused_calls
+        return reused.get(source_id, source_id) if reused is not _NO_RENAMES else source_id
 
     @property
     def thread_id(self) -> str | None:
@@ -135,17 +225,16 @@ class RunState(NamedTuple):
         return self.history.finished
 
     def part(self, index: int) -> OpenPart | None:
-        """The open part at ``index``, if any (a retired part is not open)."""
-        part = find_part(self.parts, index)
-        return part if part is not None and not part.retired else None
+        """The open part at ``index``, if any."""
+        return find_part(self.parts, index)
 
     @property
     def open_parts(self) -> tuple[OpenPart, ...]:
-        """The parts still open, in index order (without retired ones)."""
-        return tuple(p for p in self.parts if not p.retired)
+        """The parts still open, in index order."""
+        return self.parts
 
     def __repr__(self) -> str:
-        parts = ", ".join(f"{p.index}:{p.kind}" for p in self.open_parts) or "none"
+        parts = ", ".join(f"{p.index}:{p.kind}" for p in self.parts) or "none"
         return (f"RunState({self.history!r}, request={self.request_index}, open parts={parts}, "
                 f"calls={len(self.calls)})")
 
@@ -196,12 +285,11 @@ class SubagentState:
                 f"last_sequence={self.run.last_sequence}, open parts={len(self.run.open_parts)})")
 
 
-_NO_SUBAGENTS: PMap[str, SubagentState] = pmap()
+_NO_SUBAGENTS: PMap[str, SubagentState] = EMPTY_MAP
 _NO_OWNERS: IdMap[str] = IdMap()
 
 
-@attrs.frozen(repr=False, slots=False)
-class ProjectionState:
+class ProjectionState(NamedTuple):
     """The whole projection of one Run's stream up to some item.
 
     ``root`` is the root Run's RunState; ``subagents`` one SubagentState per
@@ -209,8 +297,10 @@ class ProjectionState:
     ``message_owners`` and ``call_owners`` the Run that published each AG-UI
     message id and tool call id; ``announced`` how many children were
     announced; ``events`` the emitted events as records (a ``LiveLog``, which
-    only counts them, for a live-only observer). The root's fields read
-    through (``history``, ``parts``, ``calls``, ...).
+    only counts them, for a live-only observer); ``options`` how the stream
+    is projected. The root's fields read through (``history``, ``parts``,
+    ``calls``, ...). A NamedTuple, like the values it holds: every item
+    builds a new one (``_replace`` makes a changed copy).
     """
 
     root: RunState = INITIAL_RUN
@@ -219,6 +309,7 @@ class ProjectionState:
     call_owners: IdMap[str] = _NO_OWNERS
     announced: int = 0
     events: RecordLog | LiveLog = RecordLog()
+    options: ProjectionOptions = DEFAULT_OPTIONS
 
     # -- the root Run ------------------------------------------------------------------------
 

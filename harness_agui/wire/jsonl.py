@@ -683,10 +683,10 @@ class _RunCheck:
         if self.state is not None:
             state = self.state
             if state.history.next_sequence != cursor.next_sequence:  # the gap stepped over above
-                state = attrs.evolve(state, root=state.root._replace(history=cursor))
+                state = state._replace(root=state.root._replace(history=cursor))
             try:
                 # Drop the events after each step: only the cursor matters here.
-                self.state = attrs.evolve(project(state, item), events=INITIAL_STATE.events)
+                self.state = project(state, item)._replace(events=INITIAL_STATE.events)
             except AguiObservationError as e:
                 self.projection_error = LineFault(line, seq, e.reason)
                 self.state = None

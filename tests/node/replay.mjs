@@ -2,14 +2,19 @@
 // the client made of them.
 //
 // Input: one AG-UI event per line on stdin, as JSON with the wire (camelCase)
-// field names. The events are the whole output of one run: RUN_STARTED first.
-// An AbstractAgent subclass whose run() returns those events is driven by the
+// field names: the whole output of one run, RUN_STARTED first, or of several
+// runs of one Thread one after the other (each starting with its
+// RUN_STARTED), which one agent then runs in turn as one client session: the
+// messages of each run are there for the next, as in an app (a run after
+// one that ended with interrupts answers them through "resume"). An
+// AbstractAgent subclass whose run() returns a run's events is driven by the
 // client's own runAgent(), so the events go through the client's verifier
 // and its event-applying machinery exactly as if a server had streamed them.
 //
 // Output (stdout, one JSON object): {"ok": true, "messages": [...],
-// "newMessages": [...], "result": ..., "pendingInterrupts": [...]} or, when
-// the client refuses the run, {"ok": false, "error": "..."} with exit status 1.
+// "newMessages": [...], "result": ..., "pendingInterrupts": [...]} (of the
+// last run; "messages" is the session's whole list) or, when the client
+// refuses a run, {"ok": false, "error": "..."} with exit status 1.
 
 import { AbstractAgent } from "@ag-ui/client";
 import { from } from "rxjs";
@@ -33,14 +38,26 @@ async function readStdin() {
 
 const text = await readStdin();
 const events = text.split("\n").filter((line) => line.trim() !== "").map((line) => JSON.parse(line));
+const runs = [];
+for (const event of events) {
+  if (event.type === "RUN_STARTED" || runs.length === 0) runs.push([]);
+  runs[runs.length - 1].push(event);
+}
 const started = events.find((e) => e.type === "RUN_STARTED");
-const agent = new ReplayAgent(events, started?.threadId);
+const agent = new ReplayAgent([], started?.threadId);
 const errors = [];
 try {
-  const outcome = await agent.runAgent(
-    { runId: started?.runId },
-    { onRunFailed: ({ error }) => { errors.push(String(error?.message ?? error)); } },
-  );
+  let outcome = { newMessages: [] };
+  for (const run of runs) {
+    agent.events = run;
+    // A run after a suspended one answers its interrupts, as the app's user would.
+    const resume = (agent.pendingInterrupts ?? []).map((i) => ({ interruptId: i.id, status: "resolved", payload: {} }));
+    outcome = await agent.runAgent(
+      { runId: run[0]?.runId, ...(resume.length ? { resume } : {}) },
+      { onRunFailed: ({ error }) => { errors.push(String(error?.message ?? error)); } },
+    );
+    if (errors.length) break;
+  }
   process.stdout.write(JSON.stringify({
     ok: errors.length === 0,
     error: errors.join("; ") || undefined,

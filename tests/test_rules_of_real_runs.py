@@ -1,0 +1,180 @@
+# Projection rules for shapes real a13n-harness Runs take (INPUT_SPACE.md
+# section 9): a tool call id used again in a later response, deltas that
+# arrive after their part ended, a provider-executed (builtin) call and its
+# return, the calls a resumed Run re-announces, and what the Harness marks
+# for the model only. Each Run completes with a valid projection, every
+# finished call is answered, and replay gives the same bytes.
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from ag_ui_validate.pytest_plugin import validate_agui
+
+from harness_agui import (
+    ContentList,
+    HarnessAguiObserver,
+    InputEvent,
+    PartDeltaEvent,
+    PartEndEvent,
+    PartStartEvent,
+    TextPart,
+    TextPartDelta,
+    ToolCallEvent,
+    ToolCallPart,
+    ToolCallPartDelta,
+    ToolResultEvent,
+)
+from harness_agui.core.source import BinaryContent, BuiltinToolReturnPart, ThinkingPart, ThinkingPartDelta
+from harness_agui.testing import SourceBuilder
+from harness_agui.wire.agui import agui_to_json
+
+
+def _events(items: list[Any], **options: Any) -> list[dict[str, Any]]:
+    observer = HarnessAguiObserver(**options)
+    events = [json.loads(agui_to_json(e)) for item in items for e in observer.observe(item)]
+    replayed = HarnessAguiObserver(**options)
+    asyncio.run(replayed.resume(items))
+    assert [json.loads(agui_to_json(e)) for e in replayed.snapshot()] == events  # replay-stable
+    return events
+
+
+def _valid(events: list[dict[str, Any]]) -> None:
+    report = validate_agui(events)
+    problems = [d for d in report.diagnostics if d.severity in ("error", "warning")]
+    assert problems == [], problems
+
+
+def _answered(events: list[dict[str, Any]]) -> None:
+    ended = {e["toolCallId"] for e in events if e["type"] == "TOOL_CALL_END"}
+    results = {e["toolCallId"] for e in events if e["type"] == "TOOL_CALL_RESULT"}
+    assert ended <= results, ended - results
+
+
+def test_a_tool_call_id_used_again_in_a_later_response_is_published_under_an_id_of_its_own() -> None:
+    b = SourceBuilder().user("twice").request()
+    b.tool_call(0, "search", "call_0", ['{"q":', '"a"}']).tool_result("call_0", "search", "first")
+    b.request().tool_call(0, "search", "call_0", ['{"q":"b"}'])
+    second_start = next(i.sequence for i in reversed(b.items)
+                        if isinstance(i.event, PartStartEvent) and isinstance(i.event.part, ToolCallPart))
+    b.tool_result("call_0", "search", "second").request().text(0, ["done"]).completed("done")
+    events = _events(b.items)
+    _valid(events)
+    _answered(events)
+    starts = [e["toolCallId"] for e in events if e["type"] == "TOOL_CALL_START"]
+    assert starts == ["call_0", f"call_0:{second_start}"]
+    results = {e["toolCallId"]: e["content"] for e in events if e["type"] == "TOOL_CALL_RESULT"}
+    assert results == {"call_0": "first", f"call_0:{second_start}": "second"}
+    args = [e for e in events if e["type"] == "TOOL_CALL_ARGS" and e["toolCallId"] == f"call_0:{second_start}"]
+    assert "".join(e["delta"] for e in args) == '{"q":"b"}'
+
+
+def test_deltas_and_args_after_their_part_ended_are_taken_and_kept() -> None:
+    b = SourceBuilder().user("go").request()
+    b.event(PartStartEvent(index=0, part=ThinkingPart(content="hm")))
+    b.event(PartStartEvent(index=1, part=ToolCallPart(tool_name="f", args='{"a":', tool_call_id="c")))
+    b.event(PartEndEvent(index=0, part=ThinkingPart(content="hm")))  # ended when the call began ...
+    b.event(PartDeltaEvent(index=0, delta=ThinkingPartDelta(content_delta=" more")))  # ... yet more came
+    b.event(PartDeltaEvent(index=1, delta=ToolCallPartDelta(args_delta="1}", tool_call_id="c")))
+    b.event(PartEndEvent(index=1, part=ToolCallPart(tool_name="f", args='{"a":1}', tool_call_id="c")))
+    b.event(PartDeltaEvent(index=1, delta=ToolCallPartDelta(args_delta=" ", tool_call_id="c")))
+    b.event(PartStartEvent(index=2, part=TextPart(content="A")))
+    b.event(PartStartEvent(index=3, part=TextPart(content="B")))
+    b.event(PartEndEvent(index=2, part=TextPart(content="A")))
+    b.event(PartDeltaEvent(index=2, delta=TextPartDelta(content_delta="a")))
+    b.event(PartEndEvent(index=2, part=TextPart(content="Aa")))  # a second end of an ended part
+    b.event(PartEndEvent(index=3, part=TextPart(content="B")))
+    b.tool_result("c", "f", "ok").completed("done")
+    events = _events(b.items)
+    _valid(events)
+    _answered(events)
+    late = [e for e in events if e["type"] == "CUSTOM" and e["name"] in ("harness.part_delta", "harness.part_end")]
+    payloads = [e["value"]["payload"] for e in late]
+    assert [(p["type"], p["index"]) for p in payloads] == [("part_delta", 0), ("part_delta", 1), ("part_delta", 2),
+                                                           ("part_end", 2)]
+    assert payloads[0]["delta"]["content_delta"] == " more"
+
+
+def test_a_provider_executed_call_is_answered_by_its_builtin_return() -> None:
+    b = SourceBuilder().user("search").request()
+    b.part(0, ToolCallPart(tool_name="web_search", args={"query": "rain"}, tool_call_id="srvtoolu_01",
+                           builtin=True), [], ToolCallPart(tool_name="web_search", args={"query": "rain"},
+                                                           tool_call_id="srvtoolu_01", builtin=True))
+    b.event(PartStartEvent(index=1, part=BuiltinToolReturnPart(tool_name="web_search", content={"hits": 3},
+                                                               tool_call_id="srvtoolu_01")))
+    b.event(PartStartEvent(index=2, part=BuiltinToolReturnPart(tool_name="web_search", content="stray",
+                                                               tool_call_id="srvtoolu_99")))
+    b.text(3, ["It rains."]).completed("It rains.")
+    events = _events(b.items)
+    _valid(events)
+    _answered(events)
+    (result,) = [e for e in events if e["type"] == "TOOL_CALL_RESULT"]
+    assert result["toolCallId"] == "srvtoolu_01" and result["content"] == '{"hits":3}'
+    assert result["metadata"]["harness"] == {"outcome": "success", "tool_name": "web_search", "provider_executed": True}
+    returns = [e for e in events if e["type"] == "CUSTOM" and e["name"] == "harness.builtin_tool_return"]
+    assert [e["value"]["payload"]["part"]["tool_call_id"] for e in returns] == ["srvtoolu_99"]  # an unknown call's
+
+
+def test_a_resumed_run_answers_the_calls_it_re_announces_without_starting_them_again() -> None:
+    b = SourceBuilder("thread-1", "run-2")
+    for call_id, outcome in (("call-ask", "success"), ("call-deploy", "denied"), ("call-x", "failed")):
+        b.event(ToolCallEvent(part=ToolCallPart(tool_name="t", args="{}", tool_call_id=call_id), args_valid=None))
+        b.event(ToolResultEvent(tool_call_id=call_id, tool_name="t", outcome=outcome, content=outcome))
+    b.request().text(0, ["ok"]).completed("ok")
+    events = _events(b.items)
+    results = {e["toolCallId"]: e["metadata"]["harness"]["outcome"] for e in events if e["type"] == "TOOL_CALL_RESULT"}
+    assert results == {"call-ask": "success", "call-deploy": "denied", "call-x": "failed"}
+    assert not [e for e in events if e["type"].startswith("TOOL_CALL_") and e["type"] != "TOOL_CALL_RESULT"]
+    assert [e["name"] for e in events if e["type"] == "CUSTOM"].count("harness.tool_result") == 0
+
+
+SECRET = "Current Environment mounts (trusted dynamic context): /secret"
+
+
+def _hidden_run() -> list[Any]:
+    b = SourceBuilder().user("hi")
+    b.event(InputEvent(input_id="context-1", source="context", content=SECRET,
+                       metadata={"display": False, "source_id": "a13n.environment-mounts"}))
+    b.event(InputEvent(input_id="surface-1", source="user", content="hidden surface context",
+                       metadata={"display": False}))
+    b.request().tool_call(0, "chart", "call-chart", ["{}"])
+    supplement = BinaryContent(data=b"\x89PNG model-only", media_type="image/png")
+    b.event(ToolResultEvent(
+        tool_call_id="call-chart", tool_name="chart", outcome="success",
+        content=ContentList(({"rendered": True}, "model-only note", supplement, "shown note")),
+        metadata={"a13n.tool-content": {"result_index": 0, "items": [
+            {"display": False}, {"display": False}, {"display": True}]}}))
+    b.event(ToolResultEvent(tool_call_id="call-unknown", tool_name="chart", outcome="success",
+                            content=[{"v": 1}, "model-only note"],
+                            metadata={"a13n.tool-content": {"result_index": 0, "items": [{"display": False}]}}))
+    return b.request().text(0, ["done"]).completed("done").items
+
+
+def test_what_the_harness_marks_for_the_model_only_never_reaches_an_event() -> None:
+    items = _hidden_run()
+    events = _events(items)
+    _valid(events)
+    wire = "".join(json.dumps(e) for e in events)
+    for hidden in (SECRET, "hidden surface context", "model-only note", "UE5HIG1vZGVsLW9ubHk="):
+        assert hidden not in wire
+    (result,) = [e for e in events if e["type"] == "TOOL_CALL_RESULT"]
+    assert json.loads(result["content"]) == [{"rendered": True}, "shown note"]
+    users = [e for e in events if e["type"] == "TEXT_MESSAGE_START" and e["role"] == "user"]
+    assert len(users) == 1  # "hi"; the hidden surface input makes no turn
+
+
+def test_show_hidden_publishes_everything_for_debugging() -> None:
+    events = _events(_hidden_run(), show_hidden=True)
+    wire = "".join(json.dumps(e) for e in events)
+    for hidden in (SECRET, "hidden surface context", "model-only note"):
+        assert hidden in wire
+
+
+def test_a_host_whose_client_holds_its_user_messages_can_leave_them_out() -> None:
+    b = SourceBuilder().user("hello").request().text(0, ["hi"]).completed("hi")
+    events = _events(b.items, user_messages=False)
+    _valid(events)
+    assert not [e for e in events if e.get("role") == "user"]
+    assert "hello" not in "".join(json.dumps(e) for e in events)
