@@ -8,12 +8,11 @@ import gc
 import pickle
 from typing import Any
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from harness_agui import AguiObservationError, HarnessAguiObserver
+from harness_agui import HarnessAguiObserver
 from harness_agui.core.idmap import IdMap, IdSet
 from harness_agui.core.state import INITIAL_STATE
 from harness_agui.testing.builder import SourceBuilder
