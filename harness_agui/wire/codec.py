@@ -21,11 +21,14 @@
 # line is also a version 2 line with the same meaning, so the migration from
 # version 1, registered by default, checks that the line uses only what
 # version 1 had (the classes, fields and words the source model declares
-# ``v1``) and relabels it.
+# ``v1``) and relabels it. A migration gets its own copy of the line's
+# object, made without recursion, so a line nested as deep as the JSON
+# parser reads fails where a current line would: in the source model, with
+# the error naming the field.
 #
 # Lines are UTF-8 text with non-ASCII characters kept as they are. The
 # decoder enforces no limit of its own: the limits (text without lone
-# surrogates, JSON nested at most 128 levels, integers of at most 4000
+# surrogates, JSON nested at most 240 levels, integers of at most 4000
 # digits, sequences up to 2**53 - 1, instants that exist in UTC) belong to
 # the source model, whose constructors the decoder calls, so a line is
 # refused exactly when the value it describes would be, with a DecodeError
@@ -41,7 +44,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import copy
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -450,7 +452,7 @@ def _migrate(data: dict[str, Any], version: int, migrations: Mapping[int, Migrat
             raise DecodeError(f"the migrations lead back to wire version {version}")
         seen.add(version)
         try:
-            upgraded = migrate(copy.deepcopy(data))
+            upgraded = migrate(_json.copy_json(data))
         except DecodeError:
             raise
         except Exception as e:
