@@ -324,8 +324,36 @@ def test_a_line_longer_than_the_limit_is_a_decode_error_naming_the_line() -> Non
     assert len(list(Journal(io.BytesIO(data), max_line_bytes=len(long) - 1))) == 3  # the limit leaves out the newline
 
 
-def test_the_line_limit_is_a_positive_int_and_defaults_to_16_mib() -> None:
-    assert MAX_LINE_BYTES == 16 * 1024 * 1024
+def test_the_line_limit_is_a_positive_int_and_defaults_to_256_mib() -> None:
+    assert MAX_LINE_BYTES == 256 * 1024 * 1024
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="max_line_bytes"):
             Journal(io.BytesIO(b""), max_line_bytes=bad)
+
+
+@settings(max_examples=200)
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=6), st.integers(1, 45), st.integers(1, 9),
+       st.booleans(), st.booleans())
+def test_a_line_is_read_whole_across_chunks_and_an_over_long_one_refused_without_being_held(
+        lengths: list[int], limit: int, chunk: int, last_newline: bool, text: bool) -> None:
+    from harness_agui.wire import jsonl
+
+    lines = ["x" * n + "\n" for n in lengths]
+    if not last_newline:
+        lines[-1] = lines[-1][:-1]
+    data = "".join(lines)
+    source: Any = io.StringIO(data) if text else io.BytesIO(data.encode())
+    original = jsonl._CHUNK
+    jsonl._CHUNK = chunk
+    try:
+        read = list(jsonl._numbered(source, limit))
+    finally:
+        jsonl._CHUNK = original
+    expected, start = [], 0
+    for number, line in enumerate((x for x in lines if x), 1):
+        long = len(line.rstrip("\n")) > limit
+        # An over-long line is reported at the byte past the limit: what was read of it.
+        expected.append((number, start + limit + 1 if long else start + len(line), None if long else line))
+        start += len(line)
+    assert [(n, e, None if isinstance(raw, jsonl._LongLine) else (raw if text else raw.decode()))
+            for n, e, raw in read] == expected
