@@ -6,10 +6,12 @@
 #
 # Side by side in one process, per item, the median of several repeats of a
 # loop over the whole Run (process CPU time, the collector enabled):
-#   - from_a13n: this release (converters generated from the declarations,
-#     source values made by core._fast_source's builders);
-#   - the same converters with the public constructors (``cls(*fields)``), to
-#     show what the builders save (they stay only while this pays);
+#   - from_a13n: this release (one converter per native class, generated from
+#     the declarations, that builds its source value with the statements of
+#     core._fast_source, the constructors' checks without attrs' __init__);
+#   - the same converters calling core._fast_source's builders instead, and
+#     calling the public constructors (``cls(*fields)``), to show what the
+#     private path saves (it stays only while this pays);
 #   - with ``--before REV``: from_a13n of harness_agui/a13n.py as it was at
 #     the git revision REV, loaded beside this one (it runs on this release's
 #     source model, which keeps the same classes);
@@ -43,6 +45,7 @@ import attrs
 
 import harness_agui
 from harness_agui import HarnessAguiObserver, a13n
+from harness_agui.core._fast_source import builder
 from harness_agui.core.source import (
     ExtensionEvent,
     HarnessEvent,
@@ -89,9 +92,9 @@ def adapter_at(revision: str) -> Any:
     return module
 
 
-def public_from_a13n() -> Callable[[Any], Any]:
-    """from_a13n with the same converters, building with the public constructors."""
-    items = a13n._converter_set(lambda cls: cls).items
+def from_a13n_building_with(construct: Callable[[type], Any]) -> Callable[[Any], Any]:
+    """from_a13n with the same converters, each calling ``construct(cls)`` to build its value."""
+    items = a13n._converter_set(construct).items
 
     def convert(item: Any) -> Any:
         return items[type(item)](item)
@@ -99,40 +102,45 @@ def public_from_a13n() -> Callable[[Any], Any]:
     return convert
 
 
-def _timed(fn: Callable[[], Any], repeats: int) -> float:
-    times = []
+def _interleaved(loops: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+    """The median process CPU time of each loop, the loops taking turns in
+    every repeat so that a busy machine weighs on all of them alike."""
+    times: dict[str, list[float]] = {name: [] for name in loops}
     for _ in range(repeats):
-        gc.collect()
-        t0 = time.process_time()
-        fn()
-        times.append(time.process_time() - t0)
-    return statistics.median(times)
+        for name, loop in loops.items():
+            gc.collect()
+            t0 = time.process_time()
+            loop()
+            times[name].append(time.process_time() - t0)
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def measure(size: int, repeats: int, before: str | None) -> dict[str, Any]:
     natives = native_run(size)
     items = [a13n.from_a13n(x) for x in natives]
-    convert_public = public_from_a13n()
-    assert [convert_public(x) for x in natives] == items
-    variants: dict[str, Callable[[Any], HarnessStreamEvent]] = {"from_a13n": a13n.from_a13n,
-                                                                 "public constructors": convert_public}
+    variants: dict[str, Callable[[Any], HarnessStreamEvent]] = {
+        "from_a13n": a13n.from_a13n,
+        "calling the builders": from_a13n_building_with(builder),
+        "calling the public constructors": from_a13n_building_with(lambda cls: cls),
+    }
     if before is not None:
         old = adapter_at(before)
-        assert [old.from_a13n(x) for x in natives] == items
         variants[f"from_a13n at {before}"] = old.from_a13n
-    n = len(natives)
-    rows: dict[str, float] = {}
-    for name, convert in variants.items():
-        rows[name] = _timed(lambda convert=convert: [convert(x) for x in natives], repeats) / n * 1e6
-    rows["encode (the journal line)"] = _timed(lambda: [encode(i) for i in items], repeats) / n * 1e6
-    rows["from_a13n + encode"] = _timed(lambda: [encode(a13n.from_a13n(x)) for x in natives], repeats) / n * 1e6
+    for convert in variants.values():
+        assert [convert(x) for x in natives] == items
 
     def project() -> None:
         observer = HarnessAguiObserver()
         for x in natives:
             observer.observe_encoded(a13n.from_a13n(x))
 
-    rows["from_a13n + observe_encoded()"] = _timed(project, repeats) / n * 1e6
+    loops: dict[str, Callable[[], Any]] = {
+        name: (lambda convert=convert: [convert(x) for x in natives]) for name, convert in variants.items()}
+    loops["encode (the journal line)"] = lambda: [encode(i) for i in items]
+    loops["from_a13n + encode"] = lambda: [encode(a13n.from_a13n(x)) for x in natives]
+    loops["from_a13n + observe_encoded()"] = project
+    n = len(natives)
+    rows = {name: t / n * 1e6 for name, t in _interleaved(loops, repeats).items()}
     return {"items": n, "repeats": repeats, "us_per_item": rows}
 
 
@@ -143,7 +151,7 @@ def report(result: dict[str, Any]) -> str:
         f"# from_a13n on the synthetic Run ({result['items']} native items)",
         "",
         f"harness-agui {harness_agui.__version__}, Python {platform.python_version()}, {platform.machine()}; "
-        f"median of {result['repeats']} repeats, process CPU time per item, one process.",
+        f"median of {result['repeats']} interleaved repeats, process CPU time per item, one process.",
         "",
         "| what | us per item | vs from_a13n |",
         "|---|---:|---:|",

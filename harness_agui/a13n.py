@@ -70,7 +70,7 @@ from typing import Any
 
 import attrs
 
-from .core._fast_source import builder
+from .core._fast_source import builder, construction
 from .core._json import check_json, copy_json
 from .core.fields import field_spec
 from .core.source import (
@@ -385,14 +385,15 @@ _CONVERTERS: _Converters | None = None
 def _converters() -> _Converters:
     """The converters ``from_a13n`` uses, generated once."""
     global _CONVERTERS
-    _CONVERTERS = _converter_set(builder)
+    _CONVERTERS = _converter_set(lambda cls: None)
     return _CONVERTERS
 
 
-def _converter_set(construct: Callable[[type], Callable[..., Any]]) -> _Converters:
+def _converter_set(construct: Callable[[type], Callable[..., Any] | None]) -> _Converters:
     """A converter of every native class in ``_FROM``, each building its
-    source value with ``construct(cls)`` (``builder``, or for a comparison
-    in ``bench/a13n.py`` the class itself)."""
+    source value with ``construct(cls)``, or when that is None with
+    ``core._fast_source``'s statements in the converter itself
+    (``bench/a13n.py`` compares with the class itself and its builder)."""
     lib = _lib()
     by_class: dict[type, Callable[[Any], Any]] = {}
 
@@ -430,18 +431,25 @@ _BY_KIND = {
 
 
 def _compile(lib: SimpleNamespace, spec: _From, by_class: dict[type, Callable[[Any], Any]],
-             nested: Callable[[Any], Any], build: Callable[..., Any]) -> Callable[[Any], Any]:
+             nested: Callable[[Any], Any], build: Callable[..., Any] | None) -> Callable[[Any], Any]:
     """The converter of one native class: reads each field (from ``spec.base``,
     or as ``spec.fields`` says), converts it by its declared kind (a union
     member through ``by_class``, an unknown one into its Unknown value), and
-    builds the source value with ``build``."""
+    builds the source value: with ``build``, or when it is None with the
+    statements of ``core._fast_source.construction`` in the converter itself
+    (one call per value instead of two)."""
     cls = spec.source
-    namespace: dict[str, Any] = {
-        "_lib": lib, "_build": build, "_by_class": by_class, "_nested": nested, "_detached": _detached,
+    names = [f"v{i}" for i in range(len(attrs.fields(cls)))]
+    if build is None:
+        construct, namespace = construction(cls, names)
+    else:
+        construct, namespace = [f"o = _build({', '.join(names)})"], {"_build": build}
+    namespace.update({
+        "_lib": lib, "_by_class": by_class, "_nested": nested, "_detached": _detached,
         **{f"_unknown_{family}": functools.partial(_unknown, lib, family) for family in _UNKNOWN_OF},
         "_content": _content_from, "_dumped": _dumped, "_citations": _citations, "_result": _result_from,
         "_binary": _binary_from,
-    }
+    })
     lines = ["def convert(n):"]
     if spec.guard is not None:
         union = next(f for f, members in _UNIONS.items() if cls in members)
@@ -449,20 +457,17 @@ def _compile(lib: SimpleNamespace, spec: _From, by_class: dict[type, Callable[[A
         lines.append(f"    if not ({spec.guard}): return _otherwise(n)")
     if spec.base != "n":
         lines.append(f"    b = {spec.base}")
-    args = []
-    for i, a in enumerate(attrs.fields(cls)):
+    for a, v in zip(attrs.fields(cls), names, strict=True):
         if a.name in spec.fields:
-            args.append(spec.fields[a.name])
+            lines.append(f"    {v} = {spec.fields[a.name]}")
             continue
-        source = f"{'n' if spec.base == 'n' else 'b'}.{a.name}"
+        lines.append(f"    {v} = {'n' if spec.base == 'n' else 'b'}.{a.name}")
         kind = field_spec(a).kind
         conversion = "_binary({v})" if kind.cls is BinaryContent else _BY_KIND.get(kind.wire)
-        if conversion is None:
-            args.append(source)
-        else:
-            lines.append(f"    v{i} = {source}")
-            args.append("(" + conversion.format(v=f"v{i}", w=repr(f"{cls.__name__}.{a.name}")) + ")")
-    lines.append(f"    return _build({', '.join(args)})")
+        if conversion is not None:
+            lines.append(f"    {v} = " + conversion.format(v=v, w=repr(f"{cls.__name__}.{a.name}")))
+    lines.extend("    " + line for line in construct)
+    lines.append("    return o")
     exec("\n".join(lines), namespace)  # noqa: S102 - the source is built above from the declarations and _FROM
     convert: Callable[[Any], Any] = namespace["convert"]
     return convert

@@ -36,7 +36,7 @@ import attrs
 
 from .fields import MAX_JSON_INT, FieldSpec, field_spec
 
-__all__ = ["builder"]
+__all__ = ["builder", "construction"]
 
 # The quick test of each kind, as an expression of the value ``{v}``; ``{c}``
 # names the field's own constant (its choices, its class, its union's classes).
@@ -70,15 +70,15 @@ def _constant(spec: FieldSpec) -> Any:
     return kind.cls
 
 
-@functools.cache
-def builder(cls: type) -> Callable[..., Any]:
-    """The builder of a declared source class (see the module comment)."""
+def construction(cls: type, values: list[str]) -> tuple[list[str], dict[str, Any]]:
+    """The statements that build an instance of the declared class ``cls``
+    into the local ``o`` from the locals named ``values`` (one per field, in
+    declaration order; a converter may rebind them), and the names those
+    statements use (for the namespace they are executed in)."""
     fields = attrs.fields(cls)
-    names = [f"f{i}" for i in range(len(fields))]
-    namespace: dict[str, Any] = {"_cls": cls, "_new": object.__new__, "_datetime": datetime,
-                                 "_timezone": timezone}
-    lines = [f"def build({', '.join(names)}):", "    o = _new(_cls)"]
-    for i, (a, v) in enumerate(zip(fields, names, strict=True)):
+    namespace: dict[str, Any] = {"_cls": cls, "_new": object.__new__, "_datetime": datetime, "_timezone": timezone}
+    lines = ["o = _new(_cls)"]
+    for i, (a, v) in enumerate(zip(fields, values, strict=True)):
         spec = field_spec(a)
         namespace[f"_A{i}"] = a
         namespace[f"_V{i}"] = a.validator
@@ -87,11 +87,10 @@ def builder(cls: type) -> Callable[..., Any]:
         if a.converter is not None:
             namespace[f"_K{i}"] = a.converter
             if spec.kind.name == "instant":  # the converter changes only a datetime whose zone is not a timezone
-                lines.append(f"    if type({v}) is not _datetime or type({v}.tzinfo) is not _timezone: "
-                             f"{v} = _K{i}({v})")
+                lines.append(f"if type({v}) is not _datetime or type({v}.tzinfo) is not _timezone: {v} = _K{i}({v})")
             else:
-                lines.append(f"    {v} = _K{i}({v})")
-    for i, (a, v) in enumerate(zip(fields, names, strict=True)):
+                lines.append(f"{v} = _K{i}({v})")
+    for i, (a, v) in enumerate(zip(fields, values, strict=True)):
         spec = field_spec(a)
         quick = _QUICK.get(spec.kind.name)
         if quick is None:
@@ -100,15 +99,20 @@ def builder(cls: type) -> Callable[..., Any]:
             test = quick.format(v=v, c=f"_C{i}")
             if (spec.optional or spec.may_omit) and quick != "{v} is None":
                 test = f"{v} is None or ({test})"
-        if test is None:
-            lines.append(f"    _V{i}(o, _A{i}, {v})")
-        else:
-            lines.append(f"    if not ({test}): _V{i}(o, _A{i}, {v})")
-    lines.extend(f"    _S{i}(o, {v})" for i, v in enumerate(names))
+        lines.append(f"_V{i}(o, _A{i}, {v})" if test is None else f"if not ({test}): _V{i}(o, _A{i}, {v})")
+    lines.extend(f"_S{i}(o, {v})" for i, v in enumerate(values))
     if hasattr(cls, "__attrs_post_init__"):
-        lines.append("    o.__attrs_post_init__()")
-    lines.append("    return o")
-    exec("\n".join(lines), namespace)  # noqa: S102 - the source is built above from the declarations alone
+        lines.append("o.__attrs_post_init__()")
+    return lines, namespace
+
+
+@functools.cache
+def builder(cls: type) -> Callable[..., Any]:
+    """The builder of a declared source class (see the module comment)."""
+    names = [f"f{i}" for i in range(len(attrs.fields(cls)))]
+    lines, namespace = construction(cls, names)
+    source = "\n".join([f"def build({', '.join(names)}):", *("    " + line for line in lines), "    return o"])
+    exec(source, namespace)  # noqa: S102 - the source is built above from the declarations alone
     build: Callable[..., Any] = namespace["build"]
     build.__qualname__ = build.__name__ = f"build_{cls.__name__}"
     return build
