@@ -49,9 +49,10 @@
 #
 # ``from_a13n`` sits on a Host's live path, once per item, so its converters
 # are generated from the declarations (one function per native class, built
-# on first use) and build the source values with ``core._fast_source``'s
-# builders, which run the constructors' checks without attrs' __init__;
-# ``bench/a13n.py`` measures it. ``to_a13n`` runs once per item read back,
+# on first use), and each builds its source value with the statements of
+# ``core._fast_source.construction``: the constructors' checks without
+# attrs' __init__. ``bench/a13n.py`` measures it against the public
+# constructors. ``to_a13n`` runs once per item read back,
 # and takes the plain path.
 #
 # a13n-harness needs Python 3.13; this module imports it (and pydantic-ai)

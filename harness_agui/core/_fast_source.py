@@ -4,9 +4,12 @@
 # ``from_a13n`` turns every item of a Run into three or four source values,
 # and attrs' __init__ (a keyword frame that sets field after field through
 # ``object.__setattr__``, then calls one validator function per field) costs
-# more than the rest of the conversion. ``builder(cls)`` returns a function
-# that takes every field of ``cls`` positionally, in declaration order, and
-# returns what ``cls(*args)`` returns, or raises what it raises:
+# more than the rest of the conversion. ``construction(cls, names)`` gives
+# the statements that build a ``cls`` from local variables (the a13n
+# adapter's generated converters include them), and ``builder(cls)`` the
+# same statements as a function that takes every field of ``cls``
+# positionally, in declaration order. Either gives what ``cls(*args)``
+# returns, or raises what it raises:
 #
 #   - each field's kind (``core.fields``) gives a quick test that is true
 #     only for values its check accepts (an ASCII ``str`` for a name that is
@@ -23,7 +26,7 @@
 # ``tests/test_fast_source.py`` checks, on generated values of every class
 # and on values every check refuses, that a builder gives an equal value or
 # the same error as the constructor; ``bench/a13n.py`` measures the adapter
-# with and without it.
+# with them, with the builders and with the public constructors.
 
 from __future__ import annotations
 
