@@ -4,6 +4,7 @@ Usage (Python 3.13 with the extra: ``pip install -e '.[a13n]'``)::
 
     python tools/make_a13n_fixtures.py                     # every scenario into tests/fixtures/a13n/
     python tools/make_a13n_fixtures.py --out DIR [NAME ...]
+    python tools/make_a13n_fixtures.py --out DIR large_tool_result   # a limit scenario, by name only
 
 Each scenario builds a real ``a13n_harness`` agent whose model is a pydantic-ai
 ``FunctionModel`` stream function with fixed content: nothing touches the
@@ -731,13 +732,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"where to write (default {DEFAULT_OUT})")
     parser.add_argument("names", nargs="*", metavar="NAME",
-                        help=f"scenarios to run (default: all of {', '.join(SCENARIOS)})")
+                        help=f"scenarios to run (default: all of {', '.join(SCENARIOS)}; by name only: "
+                             f"{', '.join(LIMIT_SCENARIOS)})")
     args = parser.parse_args(argv)
     # The failing scenarios fail on purpose: keep the Harness's warning (with a traceback) about each out of the way.
     logging.getLogger("a13n_harness").setLevel(logging.ERROR)
-    unknown = [name for name in args.names if name not in SCENARIOS]
+    unknown = [name for name in args.names if name not in SCENARIOS and name not in LIMIT_SCENARIOS]
     if unknown:
-        parser.error(f"unknown scenario {unknown[0]!r} (known: {', '.join(SCENARIOS)})")
+        parser.error(f"unknown scenario {unknown[0]!r} (known: {', '.join([*SCENARIOS, *LIMIT_SCENARIOS])})")
     started = time.monotonic()
     for name in args.names or list(SCENARIOS):
         t0 = time.monotonic()
