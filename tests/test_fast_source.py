@@ -67,7 +67,10 @@ def _outcome(make: Any, *args: Any) -> tuple[str, Any]:
 
 
 def test_every_class_of_the_source_model_is_declared_and_has_a_builder() -> None:
-    assert len(CLASSES) == 35
+    from harness_agui.core import source
+
+    classes = {v for v in vars(source).values() if attrs.has(v) and v.__module__ == source.__name__}
+    assert classes == set(CLASSES) and len(classes) == 35
     for cls in CLASSES:
         assert callable(builder(cls))
 
