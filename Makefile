@@ -1,5 +1,6 @@
 # Two entry points do all set-up on a fresh machine:
-#   make demo   - install into .venv, then run the main job on built-in data
+#   make demo   - install into .venv what the demo needs (the package and the AG-UI validator, not the
+#                 development tools), then run the main job on built-in data
 #   make test   - install into .venv, then run the whole test suite
 #   make bench  - the benchmark (not part of the tests); results in bench/results/
 #   make test-a13n - install into .venv-a13n (Python 3.13, a13n-harness), generate real a13n-harness
@@ -18,7 +19,12 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
-demo: $(VENV)/.installed
+$(VENV)/.demo-installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet -e '.[demo]'
+	touch $@
+
+demo: $(VENV)/.demo-installed
 	$(PY) -m harness_agui demo
 
 test: $(VENV)/.installed

@@ -10,13 +10,19 @@
 # How each value crosses:
 #   - the classes the projection reads (parts, deltas, tool calls and results,
 #     inputs, extensions, the result's status, usage, failure and deferred
-#     calls) map field by field onto the typed source model;
+#     calls) map field by field onto the typed source model. The field lists
+#     are not written here: a source class's declared fields are read from
+#     the native object's attributes of the same names, each converted by its
+#     declared kind (JSON checked and copied, a nested value converted in
+#     turn, tool content typed), and only where a13n-harness names or holds a
+#     field differently does ``_FROM`` say so;
 #   - nested values the projection never reads are kept as the JSON that
 #     pydantic itself writes for their exact type and rebuilt by the same
 #     type's validator: provider details, citations, metadata, enqueued
 #     messages, the HarnessState, usage records, the message history;
-#   - binary data stays bytes (``BinaryContent``); other multimodal items
-#     become ``MediaContent`` with pydantic's JSON;
+#   - binary data stays bytes (``BinaryContent``), raw ``bytes`` a tool
+#     returned included (as ``application/octet-stream``); other multimodal
+#     items become ``MediaContent`` with pydantic's JSON;
 #   - a part, delta or event of a class this release does not model (or a
 #     subclass of one it does: a typed tool part) becomes ``UnknownPart`` /
 #     ``UnknownDelta`` / ``UnknownEvent``, a capability event other than an
@@ -24,18 +30,30 @@
 #     pydantic-ai's own discriminated unions;
 #   - a completed Run's output is ``output_json()`` (the output type's own
 #     JSON form); ``to_a13n(..., output_type=T)`` validates it back into a T
-#     and gives the result T's adapter, without it the output stays JSON.
+#     and gives the result T's adapter, without it the output stays JSON;
+#     likewise a tool's result that is a Python object (a pydantic model) is
+#     kept as its JSON form, and ``to_a13n(..., tool_types={"tool": T})``
+#     validates the results of that tool back into a T;
 #   - ``all_messages()`` / ``new_messages()`` of a result need its message
 #     history: it is kept in ``RunResult.history`` and handed back to
 #     ``HarnessRunResult``'s own (private) constructor arguments, the only way
 #     a rebuilt result can answer them.
 #
-# What cannot cross unchanged: a tool result or metadata that is a Python
-# object rather than JSON or multimodal content (a pydantic model a tool
-# returned, a tuple) is kept as its JSON form (what pydantic would send a
-# model); ``Usage.reasoning_tokens`` (from older journals) has no place in
-# a13n's ``RunUsageSummary``. The real Runs in tests/fixtures/a13n hold none
-# of these.
+# What cannot cross unchanged: a tool result of raw ``bytes`` comes back as
+# pydantic-ai ``BinaryContent`` (pydantic-ai's own JSON of a message history
+# turns it into a base64 string); metadata that is a Python object rather
+# than JSON is kept as its JSON form; ``Usage.reasoning_tokens`` (from older
+# journals) has no place in a13n's ``RunUsageSummary``. A value that pydantic
+# cannot write as JSON either (an arbitrary object) is a ValueError naming
+# the field. The real Runs in tests/fixtures/a13n hold none of these.
+#
+# ``from_a13n`` sits on a Host's live path, once per item, so its converters
+# are generated from the declarations (one function per native class, built
+# on first use), and each builds its source value with the statements of
+# ``core._fast_source.construction``: the constructors' checks without
+# attrs' __init__. ``bench/a13n.py`` measures it against the public
+# constructors. ``to_a13n`` runs once per item read back,
+# and takes the plain path.
 #
 # a13n-harness needs Python 3.13; this module imports it (and pydantic-ai)
 # only when one of its functions is called, so ``harness_agui`` keeps working
@@ -46,10 +64,16 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import typing
+from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 from typing import Any
 
-from .core._json import check_json
+import attrs
+
+from .core._fast_source import builder, construction
+from .core._json import check_json, copy_json
+from .core.fields import field_spec
 from .core.source import (
     BinaryContent,
     BuiltinToolReturnPart,
@@ -94,6 +118,9 @@ from .core.source import (
 )
 
 __all__ = ["from_a13n", "to_a13n", "a13n_equal", "a13n_differences"]
+
+_OCTETS = "application/octet-stream"
+"""The media type of raw ``bytes`` a tool returned."""
 
 
 @functools.cache
@@ -140,7 +167,6 @@ def _lib() -> SimpleNamespace:
         citations=TypeAdapter(list[pai.Citation]),
         user_content=TypeAdapter(pai.UserContent),
         rich=(*pai.MULTI_MODAL_CONTENT_TYPES, pai.TextContent, pai.CachePoint),
-        tool_call_classes={pai.ToolCallPart: False, pai.NativeToolCallPart: True},
     )
 
 
@@ -151,224 +177,329 @@ def from_a13n(item: Any) -> HarnessStreamEvent:
 
     Raises TypeError for anything that is not an a13n ``HarnessEvent`` or
     ``HarnessRunResultEvent``, ValueError for a value the source model
-    refuses (it names the field), ImportError without a13n-harness.
+    refuses or one pydantic cannot write as JSON (it names the field),
+    ImportError without a13n-harness.
     """
-    lib = _lib()
-    head = {"thread_id": item.thread_id, "run_id": item.run_id, "sequence": item.sequence,
-            "occurred_at": item.occurred_at} if isinstance(item, (lib.a13n.HarnessEvent,
-                                                                   lib.a13n.HarnessRunResultEvent)) else None
-    if isinstance(item, lib.a13n.HarnessEvent):
-        return HarnessEvent(**head, event=_payload_from(lib, item.event))  # type: ignore[arg-type]
-    if isinstance(item, lib.a13n.HarnessRunResultEvent):
-        return HarnessRunResultEvent(**head, result=_result_from(lib, item.result))  # type: ignore[arg-type]
-    raise TypeError(f"from_a13n() takes an a13n-harness HarnessEvent or HarnessRunResultEvent, "
-                    f"not {type(item).__name__}")
+    convert = (_CONVERTERS or _converters()).items.get(type(item))
+    if convert is None:
+        raise TypeError(f"from_a13n() takes an a13n-harness HarnessEvent or HarnessRunResultEvent, "
+                        f"not {type(item).__module__}.{type(item).__qualname__}")
+    result: HarnessStreamEvent = convert(item)
+    return result
 
 
-def _json(value: Any, what: str) -> Any:
+def _detached(value: Any, what: str) -> Any:
     """A detached JSON copy of ``value``; a Python value that is not JSON
-    becomes pydantic's JSON form of it."""
+    becomes pydantic's JSON form of it. ValueError naming ``what`` for a
+    value that is neither."""
     try:
         check_json(value, what)
     except TypeError:
         import pydantic_core
 
-        value = pydantic_core.to_jsonable_python(value)
+        try:
+            value = pydantic_core.to_jsonable_python(value)
+        except (ValueError, TypeError) as e:  # PydanticSerializationError, UnicodeDecodeError
+            raise ValueError(f"{what} holds a {type(value).__name__}, which is neither JSON nor content that "
+                             f"pydantic can write as JSON ({type(e).__name__}: {e})") from None
         check_json(value, what)
         return value
-    return copy.deepcopy(value)
+    return copy_json(value)
+
+
+def _dumped(adapter: Any, value: Any, what: str) -> Any:
+    """pydantic's JSON form of ``value`` by ``adapter``, as plain JSON;
+    ValueError naming ``what`` if pydantic cannot write it."""
+    try:
+        return adapter.dump_python(value, mode="json")
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"{what}: pydantic cannot write it as JSON ({type(e).__name__}: {e})") from None
 
 
 def _without(data: dict[str, Any], *keys: str) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k not in keys}
 
 
-def _payload_from(lib: SimpleNamespace, ev: Any) -> Payload:
-    pai, kind = lib.pai, type(ev)
-    if kind is pai.PartStartEvent:
-        return PartStartEvent(index=ev.index, part=_part_from(lib, ev.part), previous_part_kind=ev.previous_part_kind)
-    if kind is pai.PartDeltaEvent:
-        return PartDeltaEvent(index=ev.index, delta=_delta_from(lib, ev.delta))
-    if kind is pai.PartEndEvent:
-        return PartEndEvent(index=ev.index, part=_part_from(lib, ev.part), next_part_kind=ev.next_part_kind)
-    if kind is pai.FinalResultEvent:
-        return FinalResultEvent(tool_name=ev.tool_name, tool_call_id=ev.tool_call_id)
-    if kind in (pai.FunctionToolCallEvent, pai.OutputToolCallEvent) and type(ev.part) is pai.ToolCallPart:
-        return ToolCallEvent(part=_tool_call_from(lib, ev.part), args_valid=ev.args_valid,
-                             output=kind is pai.OutputToolCallEvent)
-    if kind in (pai.FunctionToolResultEvent, pai.OutputToolResultEvent) and type(ev.part) is pai.ToolReturnPart:
-        part = ev.part
-        user = getattr(ev, "content", None)
-        return ToolResultEvent(
-            tool_call_id=part.tool_call_id, tool_name=part.tool_name, outcome=part.outcome,
-            content=_content_from(lib, part.content, "ToolResultEvent.content"), tool_kind=part.tool_kind,
-            metadata=_json(part.metadata, "ToolResultEvent.metadata"), timestamp=part.timestamp,
-            retry=None if part.retry is None else RetryInfo(cause=part.retry.cause, attempt=part.retry.attempt,
-                                                            max_retries=part.retry.max_retries),
-            user_content=None if user is None else _content_from(lib, user, "ToolResultEvent.user_content"),
-            output=kind is pai.OutputToolResultEvent)
-    if kind is pai.DeferredToolRequestsEvent and type(ev.requests) is lib.PaiDeferredToolRequests and all(
-            type(c) is pai.ToolCallPart for c in (*ev.requests.calls, *ev.requests.approvals)):
-        r = ev.requests
-        return DeferredToolRequestsEvent(calls=tuple(_tool_call_from(lib, c) for c in r.calls),
-                                         approvals=tuple(_tool_call_from(lib, c) for c in r.approvals),
-                                         metadata=_json(r.metadata, "DeferredToolRequestsEvent.metadata"))
-    if kind is pai.EnqueuedMessagesEvent:
-        return EnqueuedMessagesEvent(enqueue_id=ev.enqueue_id,
-                                     messages=lib.messages.dump_python(tuple(ev.messages), mode="json"),
-                                     parts=lib.request_parts.dump_python(tuple(ev.parts), mode="json"))
-    if kind in (lib.a13n.InputTextEvent, lib.a13n.InputMediaEvent):
-        return InputEvent(input_id=ev.input_id, source=ev.source, content=_json(ev.content, "InputEvent.content"),
-                          metadata=ev.metadata.model_dump(mode="json"), capability_id=ev.capability_id,
-                          tool_call_id=ev.tool_call_id, tool_name=ev.tool_name)
-    if kind is lib.a13n.HarnessExtensionEvent:
-        return ExtensionEvent(kind=ev.kind, schema_version=ev.schema_version,
-                              payload=_json(ev.payload, "ExtensionEvent.payload"))
-    if isinstance(ev, pai.CapabilityEvent):
-        data = lib.events.dump_python(ev, mode="json")
-        return CapabilityEvent(kind=ev.kind, capability_id=ev.capability_id, tool_call_id=ev.tool_call_id,
-                               tool_name=ev.tool_name,
-                               data=_without(data, "kind", "capability_id", "tool_call_id", "tool_name", "event_kind"))
-    data = lib.events.dump_python(ev, mode="json")
-    return UnknownEvent(event_kind=data["event_kind"], data=_without(data, "event_kind"))
-
-
-def _tool_call_from(lib: SimpleNamespace, part: Any) -> ToolCallPart:
-    return ToolCallPart(tool_name=part.tool_name, args=_json(part.args, "ToolCallPart.args"),
-                        tool_call_id=part.tool_call_id, tool_kind=part.tool_kind, id=part.id,
-                        provider_name=part.provider_name,
-                        provider_details=_json(part.provider_details, "ToolCallPart.provider_details"),
-                        builtin=lib.tool_call_classes[type(part)])
-
-
-def _part_from(lib: SimpleNamespace, part: Any) -> Part:
-    pai, kind = lib.pai, type(part)
-    details = _json(getattr(part, "provider_details", None), "provider_details")
-    if kind is pai.TextPart:
-        citations = None if part.citations is None else lib.citations.dump_python(part.citations, mode="json")
-        return TextPart(content=part.content, id=part.id, provider_name=part.provider_name, provider_details=details,
-                        citations=citations)
-    if kind is pai.ThinkingPart:
-        return ThinkingPart(content=part.content, id=part.id, signature=part.signature,
-                            provider_name=part.provider_name, provider_details=details)
-    if kind in lib.tool_call_classes:
-        return _tool_call_from(lib, part)
-    if kind is pai.NativeToolReturnPart:
-        return BuiltinToolReturnPart(
-            tool_name=part.tool_name, content=_content_from(lib, part.content, "BuiltinToolReturnPart.content"),
-            tool_call_id=part.tool_call_id, tool_kind=part.tool_kind,
-            metadata=_json(part.metadata, "BuiltinToolReturnPart.metadata"), timestamp=part.timestamp,
-            outcome=part.outcome, provider_name=part.provider_name, provider_details=details)
-    if kind is pai.FilePart and isinstance(part.content, pai.BinaryContent):
-        return FilePart(content=_binary_from(part.content), id=part.id, provider_name=part.provider_name,
-                        provider_details=details)
-    data = lib.parts.dump_python(part, mode="json")
-    return UnknownPart(part_kind=data["part_kind"], data=_without(data, "part_kind"))
-
-
-def _delta_from(lib: SimpleNamespace, delta: Any) -> PartDelta:
-    pai, kind = lib.pai, type(delta)
-    if kind is pai.TextPartDelta:
-        citations = (None if delta.citations_delta is None
-                     else lib.citations.dump_python(delta.citations_delta, mode="json"))
-        return TextPartDelta(content_delta=delta.content_delta, provider_name=delta.provider_name,
-                             provider_details=_json(delta.provider_details, "TextPartDelta.provider_details"),
-                             citations_delta=citations)
-    if kind is pai.ThinkingPartDelta and not callable(delta.provider_details):
-        return ThinkingPartDelta(content_delta=delta.content_delta, signature_delta=delta.signature_delta,
-                                 provider_name=delta.provider_name,
-                                 provider_details=_json(delta.provider_details, "ThinkingPartDelta.provider_details"))
-    if kind is pai.ToolCallPartDelta:
-        return ToolCallPartDelta(tool_name_delta=delta.tool_name_delta,
-                                 args_delta=_json(delta.args_delta, "ToolCallPartDelta.args_delta"),
-                                 tool_call_id=delta.tool_call_id, provider_name=delta.provider_name,
-                                 provider_details=_json(delta.provider_details, "ToolCallPartDelta.provider_details"))
-    data = lib.deltas.dump_python(delta, mode="json")
-    return UnknownDelta(part_delta_kind=data["part_delta_kind"], data=_without(data, "part_delta_kind"))
+_build_binary = builder(BinaryContent)
 
 
 def _binary_from(value: Any) -> BinaryContent:
-    return BinaryContent(data=bytes(value.data), media_type=value.media_type, identifier=value.identifier,
-                         vendor_metadata=_json(value.vendor_metadata, "BinaryContent.vendor_metadata"))
+    metadata = value.vendor_metadata
+    return _build_binary(bytes(value.data), value.media_type, value.identifier,
+                         None if metadata is None else _detached(metadata, "BinaryContent.vendor_metadata"))
 
 
 def _item_from(lib: SimpleNamespace, value: Any, what: str) -> Any:
     if isinstance(value, lib.pai.BinaryContent):
         return _binary_from(value)
+    if isinstance(value, (bytes, bytearray)):
+        return BinaryContent(data=bytes(value), media_type=_OCTETS)
     if isinstance(value, lib.rich):
-        data = lib.user_content.dump_python(value, mode="json")
+        data = _dumped(lib.user_content, value, what)
         return MediaContent(kind=data["kind"], data=_without(data, "kind"))
-    return _json(value, what)
+    return _detached(value, what)
 
 
 def _content_from(lib: SimpleNamespace, value: Any, what: str) -> ToolContent:
-    """Tool or user content: JSON stays JSON; a binary or media item, or a
-    list holding one, becomes the typed form."""
-    if isinstance(value, (list, tuple)) and any(isinstance(x, lib.rich) for x in value):
+    """Tool or user content: JSON stays JSON; raw bytes, a binary or media
+    item, or a list holding one, becomes the typed form."""
+    if value is None or type(value) is str:
+        return value
+    if isinstance(value, (list, tuple)) and any(isinstance(x, (*lib.rich, bytes, bytearray)) for x in value):
         return ContentList(items=tuple(_item_from(lib, x, what) for x in value))
     return _item_from(lib, value, what)  # type: ignore[no-any-return]
 
 
 def _result_from(lib: SimpleNamespace, r: Any) -> RunResult:
-    messages = r.all_messages()
-    u = r.usage
-    usage = Usage(
-        input_tokens=u.input_tokens, output_tokens=u.output_tokens, cache_read_tokens=u.cache_read_tokens,
-        cache_write_tokens=u.cache_write_tokens, input_audio_tokens=u.input_audio_tokens,
-        cache_audio_read_tokens=u.cache_audio_read_tokens, output_audio_tokens=u.output_audio_tokens,
-        audio_seconds=str(u.audio_seconds), cost=None if u.cost is None else str(u.cost), details=dict(u.details),
-        requests=u.requests, tool_calls=u.tool_calls, provider_receipts=u.provider_receipts,
-        unknown_cost_records=u.unknown_cost_records, incomplete_requests=u.incomplete_requests,
-        model_usage_coverage=u.model_usage_coverage)
-    f = r.failure
-    failure = None if f is None else Failure(code=f.code, message=f.message, details=f.details,
-                                             retry_hint=f.retry_hint)
+    try:
+        messages = r.all_messages()
+        new = len(messages) - len(r.new_messages())
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"RunResult.history: a13n-harness could not give the Run's messages "
+                         f"({type(e).__name__}: {e})") from None
     d = r.deferred
     deferred = None if d is None else Deferred(
-        calls=tuple(_deferred_call_from(lib, c) for c in d.calls),
-        approvals=tuple(_deferred_call_from(lib, c) for c in d.approvals),
-        metadata=_json(d.metadata, "Deferred.metadata"))
+        calls=tuple(_deferred_call_from(c) for c in d.calls),
+        approvals=tuple(_deferred_call_from(c) for c in d.approvals),
+        metadata=_detached(d.metadata, "Deferred.metadata"))
+    try:
+        state = None if r.state is None else r.state.model_dump(mode="json", by_alias=True)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"RunResult.state: pydantic cannot write it as JSON ({type(e).__name__}: {e})") from None
     return RunResult(
         status=r.status,
         output=r.output_json() if r.status == "completed" else None,
-        usage=usage,
-        failure=failure,
+        usage=_convert(r.usage),
+        failure=None if r.failure is None else _convert(r.failure),
         deferred=deferred,
         suspend_reason=r.suspend_reason,
-        state=None if r.state is None else r.state.model_dump(mode="json", by_alias=True),
-        usage_records=[record.model_dump(mode="json") for record in r.usage_records],
-        history=MessageHistory(messages=lib.messages.dump_python(messages, mode="json"),
-                               new_message_index=len(messages) - len(r.new_messages())),
+        state=state,
+        usage_records=[_dumped(lib.TypeAdapter(type(record)), record, "RunResult.usage_records")
+                       for record in r.usage_records],
+        history=MessageHistory(messages=_dumped(lib.messages, messages, "RunResult.history"), new_message_index=new),
     )
 
 
-def _deferred_call_from(lib: SimpleNamespace, call: Any) -> DeferredToolCall:
-    target = _tool_call_from(lib, call.target_call)
-    model = _tool_call_from(lib, call.model_call)
+def _deferred_call_from(call: Any) -> DeferredToolCall:
+    target = _convert(call.target_call)
+    model = _convert(call.model_call)
     plain = ToolCallPart(tool_name=target.tool_name, args=target.args, tool_call_id=target.tool_call_id)
     return DeferredToolCall(tool_call_id=target.tool_call_id, tool_name=target.tool_name, args=target.args,
                             target_identity=call.target_identity, target_call=None if target == plain else target,
                             model_call=None if model == target else model)
 
 
+# How a13n-harness holds what a source class declares, where it differs from
+# "the native attribute of the same name": per native class (by its name in
+# pydantic_ai.messages, ``a13n.`` for a13n_harness), the source class, where
+# the fields are read from (``base``, an expression of the native value ``n``;
+# ``lib.`` names a class the adapter imports from elsewhere in a13n_harness),
+# expressions for fields held differently (already converted), and a
+# ``guard`` without which the value is one this release does not model (it
+# becomes an Unknown value of its union). Every other field is read by name
+# and converted by its declared kind.
+@attrs.frozen
+class _From:
+    source: type
+    base: str = "n"
+    fields: Mapping[str, str] = attrs.field(factory=dict)
+    guard: str | None = None
+
+
+_FROM: dict[str, _From] = {
+    "TextPart": _From(TextPart, fields={
+        "citations": "None if n.citations is None else _citations(n.citations, 'TextPart.citations')"}),
+    "ThinkingPart": _From(ThinkingPart),
+    "ToolCallPart": _From(ToolCallPart, fields={"builtin": "False"}),
+    "NativeToolCallPart": _From(ToolCallPart, fields={"builtin": "True"}),
+    "NativeToolReturnPart": _From(BuiltinToolReturnPart),
+    "FilePart": _From(FilePart, guard="isinstance(n.content, _lib.pai.BinaryContent)"),
+    "TextPartDelta": _From(TextPartDelta, fields={"citations_delta": (
+        "None if n.citations_delta is None else _citations(n.citations_delta, 'TextPartDelta.citations_delta')")}),
+    "ThinkingPartDelta": _From(ThinkingPartDelta, guard="not callable(n.provider_details)"),
+    "ToolCallPartDelta": _From(ToolCallPartDelta),
+    "PartStartEvent": _From(PartStartEvent),
+    "PartDeltaEvent": _From(PartDeltaEvent),
+    "PartEndEvent": _From(PartEndEvent),
+    "FinalResultEvent": _From(FinalResultEvent),
+    "FunctionToolCallEvent": _From(ToolCallEvent, fields={"output": "False"},
+                                   guard="type(n.part) is _lib.pai.ToolCallPart"),
+    "OutputToolCallEvent": _From(ToolCallEvent, fields={"output": "True"},
+                                 guard="type(n.part) is _lib.pai.ToolCallPart"),
+    "FunctionToolResultEvent": _From(ToolResultEvent, base="n.part", fields={
+        "user_content": "_content(_lib, n.content, 'ToolResultEvent.user_content')", "output": "False"},
+        guard="type(n.part) is _lib.pai.ToolReturnPart"),
+    "OutputToolResultEvent": _From(ToolResultEvent, base="n.part", fields={"user_content": "None", "output": "True"},
+                                   guard="type(n.part) is _lib.pai.ToolReturnPart"),
+    "RetryInfo": _From(RetryInfo),
+    "DeferredToolRequestsEvent": _From(DeferredToolRequestsEvent, base="n.requests", guard=(
+        "type(n.requests) is _lib.PaiDeferredToolRequests and all(type(c) is _lib.pai.ToolCallPart "
+        "for c in (*n.requests.calls, *n.requests.approvals))")),
+    "EnqueuedMessagesEvent": _From(EnqueuedMessagesEvent, fields={
+        "messages": "_dumped(_lib.messages, tuple(n.messages), 'EnqueuedMessagesEvent.messages')",
+        "parts": "_dumped(_lib.request_parts, tuple(n.parts), 'EnqueuedMessagesEvent.parts')"}),
+    "a13n.InputTextEvent": _From(InputEvent, fields={"metadata": "n.metadata.model_dump(mode='json')"}),
+    "a13n.InputMediaEvent": _From(InputEvent, fields={"metadata": "n.metadata.model_dump(mode='json')"}),
+    "a13n.HarnessExtensionEvent": _From(ExtensionEvent),
+    "a13n.HarnessEvent": _From(HarnessEvent),
+    "a13n.HarnessRunResultEvent": _From(HarnessRunResultEvent, fields={"result": "_result(_lib, n.result)"}),
+    "a13n.SafeFailure": _From(Failure),
+    "lib.RunUsageSummary": _From(Usage, fields={
+        "reasoning_tokens": "None", "audio_seconds": "str(n.audio_seconds)",
+        "cost": "None if n.cost is None else str(n.cost)"}),
+}
+
+# What a native value of a class the table does not name becomes, by where it stands.
+_UNKNOWN_OF = {"part": "parts", "delta": "deltas", "payload": "events"}
+
+
+def _unknown(lib: SimpleNamespace, union: str, value: Any) -> Any:
+    """A native value this release does not model, as its union's Unknown
+    value (a capability event as a CapabilityEvent): its kind and pydantic's
+    JSON of the rest."""
+    where = {"part": "UnknownPart.data", "delta": "UnknownDelta.data", "payload": "UnknownEvent.data"}[union]
+    data = _dumped(getattr(lib, _UNKNOWN_OF[union]), value, where)
+    if union == "part":
+        return UnknownPart(part_kind=data["part_kind"], data=_without(data, "part_kind"))
+    if union == "delta":
+        return UnknownDelta(part_delta_kind=data["part_delta_kind"], data=_without(data, "part_delta_kind"))
+    if isinstance(value, lib.pai.CapabilityEvent):
+        return CapabilityEvent(kind=value.kind, capability_id=value.capability_id, tool_call_id=value.tool_call_id,
+                               tool_name=value.tool_name, data=_without(data, "kind", "capability_id",
+                                                                        "tool_call_id", "tool_name", "event_kind"))
+    return UnknownEvent(event_kind=data["event_kind"], data=_without(data, "event_kind"))
+
+
+def _citations(value: Any, what: str) -> Any:
+    return _dumped(_lib().citations, value, what)
+
+
+@attrs.frozen
+class _Converters:
+    items: dict[type, Callable[[Any], Any]]  # the two envelopes
+    by_class: dict[type, Callable[[Any], Any]]  # every native class of the table
+
+
+_CONVERTERS: _Converters | None = None
+
+
+def _converters() -> _Converters:
+    """The converters ``from_a13n`` uses, generated once."""
+    global _CONVERTERS
+    _CONVERTERS = _converter_set(lambda cls: None)
+    return _CONVERTERS
+
+
+def _converter_set(construct: Callable[[type], Callable[..., Any] | None]) -> _Converters:
+    """A converter of every native class in ``_FROM``, each building its
+    source value with ``construct(cls)``, or when that is None with
+    ``core._fast_source``'s statements in the converter itself
+    (``bench/a13n.py`` compares with the class itself and its builder)."""
+    lib = _lib()
+    by_class: dict[type, Callable[[Any], Any]] = {}
+
+    def nested(value: Any) -> Any:
+        return by_class[type(value)](value)
+
+    for name, spec in _FROM.items():
+        where, _, attr = name.rpartition(".")
+        native = getattr({"a13n": lib.a13n, "lib": lib, "": lib.pai}[where], attr)
+        by_class[native] = _compile(lib, spec, by_class, nested, construct(spec.source))
+    return _Converters({c: by_class[c] for c in (lib.a13n.HarnessEvent, lib.a13n.HarnessRunResultEvent)}, by_class)
+
+
+def _convert(value: Any) -> Any:
+    """The source value of a native value of a class in ``_FROM``."""
+    return (_CONVERTERS or _converters()).by_class[type(value)](value)
+
+
+# The conversion of a field read by name, by its declared kind: ``{v}`` is the
+# native value (a local), ``{w}`` the field's name for errors.
+_BY_KIND = {
+    "json": "{v} if {v} is None else _detached({v}, {w})",
+    "object": "{v} if {v} is None else _detached({v}, {w})",
+    "array": "{v} if {v} is None else _detached({v}, {w})",
+    "args": "{v} if {v} is None or type({v}) is str else _detached({v}, {w})",
+    "text_or_object": "{v} if type({v}) is str else _detached({v}, {w})",
+    "content": "_content(_lib, {v}, {w})",
+    "binary": "bytes({v})",
+    "nested": "{v} if {v} is None else _nested({v})",
+    "part": "(_by_class.get(type({v})) or _unknown_part)({v})",
+    "delta": "(_by_class.get(type({v})) or _unknown_delta)({v})",
+    "payload": "(_by_class.get(type({v})) or _unknown_payload)({v})",
+    "tuple": "tuple(map(_nested, {v}))",
+}
+
+
+def _compile(lib: SimpleNamespace, spec: _From, by_class: dict[type, Callable[[Any], Any]],
+             nested: Callable[[Any], Any], build: Callable[..., Any] | None) -> Callable[[Any], Any]:
+    """The converter of one native class: reads each field (from ``spec.base``,
+    or as ``spec.fields`` says), converts it by its declared kind (a union
+    member through ``by_class``, an unknown one into its Unknown value), and
+    builds the source value: with ``build``, or when it is None with the
+    statements of ``core._fast_source.construction`` in the converter itself
+    (one call per value instead of two)."""
+    cls = spec.source
+    names = [f"v{i}" for i in range(len(attrs.fields(cls)))]
+    if build is None:
+        construct, namespace = construction(cls, names)
+    else:
+        construct, namespace = [f"o = _build({', '.join(names)})"], {"_build": build}
+    namespace.update({
+        "_lib": lib, "_by_class": by_class, "_nested": nested, "_detached": _detached,
+        **{f"_unknown_{family}": functools.partial(_unknown, lib, family) for family in _UNKNOWN_OF},
+        "_content": _content_from, "_dumped": _dumped, "_citations": _citations, "_result": _result_from,
+        "_binary": _binary_from,
+    })
+    lines = ["def convert(n):"]
+    if spec.guard is not None:
+        union = next(f for f, members in _UNIONS.items() if cls in members)
+        namespace["_otherwise"] = functools.partial(_unknown, lib, union)
+        lines.append(f"    if not ({spec.guard}): return _otherwise(n)")
+    if spec.base != "n":
+        lines.append(f"    b = {spec.base}")
+    for a, v in zip(attrs.fields(cls), names, strict=True):
+        if a.name in spec.fields:
+            lines.append(f"    {v} = {spec.fields[a.name]}")
+            continue
+        lines.append(f"    {v} = {'n' if spec.base == 'n' else 'b'}.{a.name}")
+        kind = field_spec(a).kind
+        conversion = "_binary({v})" if kind.cls is BinaryContent else _BY_KIND.get(kind.wire)
+        if conversion is not None:
+            lines.append(f"    {v} = " + conversion.format(v=v, w=repr(f"{cls.__name__}.{a.name}")))
+    lines.extend("    " + line for line in construct)
+    lines.append("    return o")
+    exec("\n".join(lines), namespace)  # noqa: S102 - the source is built above from the declarations and _FROM
+    convert: Callable[[Any], Any] = namespace["convert"]
+    return convert
+
+
+_UNIONS: dict[str, tuple[type, ...]] = {"part": typing.get_args(Part), "delta": typing.get_args(PartDelta),
+                                        "payload": typing.get_args(Payload)}
+
+
 # -- source items to a13n-harness --------------------------------------------------------------
 
-def to_a13n(item: HarnessStreamEvent, *, output_type: Any = None) -> Any:
+def to_a13n(item: HarnessStreamEvent, *, output_type: Any = None, tool_types: Mapping[str, Any] | None = None) -> Any:
     """The a13n-harness stream item a source item describes.
 
     ``output_type`` is the Run's output type (a pydantic model, say): a
     completed result's output is validated into it and the result gets its
     adapter, as the Harness built it. Without it the output stays the JSON
-    value (what ``output_json()`` gives either way).
+    value (what ``output_json()`` gives either way). ``tool_types`` maps a
+    tool's name to the type its results were (a pydantic model a tool
+    returned): the content of that tool's results is validated back into it.
+    Without it such a result stays its JSON form.
 
     Raises TypeError for anything but a source item, ValueError (pydantic's
     ValidationError) for a value a13n-harness refuses, ImportError without
     a13n-harness.
     """
     lib = _lib()
+    types = {} if tool_types is None else {name: lib.TypeAdapter(t) for name, t in tool_types.items()}
     if isinstance(item, HarnessEvent):
         return lib.a13n.HarnessEvent(thread_id=item.thread_id, run_id=item.run_id, sequence=item.sequence,
-                                     occurred_at=item.occurred_at, event=_payload_to(lib, item.event))
+                                     occurred_at=item.occurred_at, event=_to(lib, item.event, types))
     if isinstance(item, HarnessRunResultEvent):
         return lib.a13n.HarnessRunResultEvent(thread_id=item.thread_id, run_id=item.run_id, sequence=item.sequence,
                                               occurred_at=item.occurred_at,
@@ -376,115 +507,97 @@ def to_a13n(item: HarnessStreamEvent, *, output_type: Any = None) -> Any:
     raise TypeError(f"to_a13n() takes a HarnessEvent or HarnessRunResultEvent, not {type(item).__name__}")
 
 
-def _payload_to(lib: SimpleNamespace, p: Payload) -> Any:
+_OMIT = object()  # a keyword left out, so that the native class fills in its own default
+
+
+def _fields_to(lib: SimpleNamespace, value: Any, types: Mapping[str, Any], **overrides: Any) -> dict[str, Any]:
+    """The keyword arguments of the native class of ``value``: every declared
+    field under its own name, converted back by its kind, but for
+    ``overrides`` (``_OMIT`` leaves a field out)."""
+    out: dict[str, Any] = {}
+    for a in attrs.fields(type(value)):
+        if a.name in overrides:
+            if overrides[a.name] is not _OMIT:
+                out[a.name] = overrides[a.name]
+            continue
+        v = getattr(value, a.name)
+        wire = field_spec(a).kind.wire
+        if v is None or wire in ("str", "int", "bool", "choice", "datetime", "binary"):
+            out[a.name] = v
+        elif wire == "content":
+            out[a.name] = _content_to(lib, v)
+        elif wire in ("nested", "part", "delta", "payload"):
+            out[a.name] = _to(lib, v, types)
+        elif wire == "tuple":
+            out[a.name] = [_to(lib, x, types) for x in v]
+        else:
+            out[a.name] = copy_json(v)
+    return out
+
+
+def _to(lib: SimpleNamespace, value: Any, types: Mapping[str, Any]) -> Any:
+    """The native value of a source part, delta, payload or nested value."""
     pai, a13n = lib.pai, lib.a13n
-    match p:
-        case PartStartEvent(index=index, part=part, previous_part_kind=previous):
-            return pai.PartStartEvent(index=index, part=_part_to(lib, part), previous_part_kind=previous)
-        case PartDeltaEvent(index=index, delta=delta):
-            return pai.PartDeltaEvent(index=index, delta=_delta_to(lib, delta))
-        case PartEndEvent(index=index, part=part, next_part_kind=following):
-            return pai.PartEndEvent(index=index, part=_part_to(lib, part), next_part_kind=following)
-        case FinalResultEvent(tool_name=name, tool_call_id=call_id):
-            return pai.FinalResultEvent(tool_name=name, tool_call_id=call_id)
-        case ToolCallEvent(part=part, args_valid=valid, output=output):
-            cls = pai.OutputToolCallEvent if output else pai.FunctionToolCallEvent
-            return cls(_tool_call_to(lib, part), args_valid=valid)
+    match value:
+        case TextPart() | TextPartDelta():
+            name = "citations" if isinstance(value, TextPart) else "citations_delta"
+            citations = getattr(value, name)
+            return getattr(pai, type(value).__name__)(**_fields_to(lib, value, types, **{
+                name: None if citations is None else lib.citations.validate_python(citations)}))
+        case ThinkingPart() | ThinkingPartDelta() | ToolCallPartDelta() | FilePart() | PartStartEvent() \
+                | PartDeltaEvent() | PartEndEvent() | FinalResultEvent() | RetryInfo():
+            return getattr(pai, type(value).__name__)(**_fields_to(lib, value, types))
+        case ToolCallPart():
+            cls = pai.NativeToolCallPart if value.builtin else pai.ToolCallPart
+            return cls(**_fields_to(lib, value, types, builtin=_OMIT))
+        case BuiltinToolReturnPart():
+            return pai.NativeToolReturnPart(**_fields_to(lib, value, types, timestamp=value.timestamp or _OMIT))
+        case BinaryContent():
+            return _binary_to(lib, value)
+        case ToolCallEvent():
+            cls = pai.OutputToolCallEvent if value.output else pai.FunctionToolCallEvent
+            return cls(**_fields_to(lib, value, types, output=_OMIT))
         case ToolResultEvent():
-            retry = None if p.retry is None else pai.RetryInfo(p.retry.cause, attempt=p.retry.attempt,
-                                                               max_retries=p.retry.max_retries)
-            stamp = {} if p.timestamp is None else {"timestamp": p.timestamp}  # else the part stamps itself
-            part = pai.ToolReturnPart(tool_name=p.tool_name, content=_content_to(lib, p.content),
-                                      tool_call_id=p.tool_call_id, tool_kind=p.tool_kind,
-                                      metadata=copy.deepcopy(p.metadata), outcome=p.outcome, retry=retry, **stamp)
-            if p.output:
+            content = _content_to(lib, value.content)
+            rebuild = types.get(value.tool_name)
+            if rebuild is not None and not value.output:
+                content = rebuild.validate_python(content)
+            part = pai.ToolReturnPart(**_fields_to(lib, value, types, content=content, user_content=_OMIT,
+                                                   output=_OMIT, timestamp=value.timestamp or _OMIT))
+            if value.output:
                 return pai.OutputToolResultEvent(part)
-            user = None if p.user_content is None else _content_to(lib, p.user_content)
+            user = None if value.user_content is None else _content_to(lib, value.user_content)
             return pai.FunctionToolResultEvent(part, content=user)
-        case DeferredToolRequestsEvent(calls=calls, approvals=approvals, metadata=metadata):
-            return pai.DeferredToolRequestsEvent(lib.PaiDeferredToolRequests(
-                calls=[_tool_call_to(lib, c) for c in calls], approvals=[_tool_call_to(lib, c) for c in approvals],
-                metadata=copy.deepcopy(metadata)))
-        case EnqueuedMessagesEvent(enqueue_id=enqueue_id, messages=messages, parts=parts):
-            return pai.EnqueuedMessagesEvent(enqueue_id=enqueue_id, messages=lib.messages.validate_python(messages),
-                                             parts=lib.request_parts.validate_python(parts))
+        case DeferredToolRequestsEvent():
+            return pai.DeferredToolRequestsEvent(lib.PaiDeferredToolRequests(**_fields_to(lib, value, types)))
+        case EnqueuedMessagesEvent():
+            return pai.EnqueuedMessagesEvent(enqueue_id=value.enqueue_id,
+                                             messages=lib.messages.validate_python(value.messages),
+                                             parts=lib.request_parts.validate_python(value.parts))
         case InputEvent():
-            cls = a13n.InputTextEvent if isinstance(p.content, str) else a13n.InputMediaEvent
-            extra = {} if p.metadata is None else {"metadata": a13n.ContentMetadata.model_validate(p.metadata)}
-            return cls(capability_id=p.capability_id, tool_call_id=p.tool_call_id, tool_name=p.tool_name,
-                       input_id=p.input_id, source=p.source, content=copy.deepcopy(p.content), **extra)
-        case ExtensionEvent(kind=kind, schema_version=version, payload=payload):
-            return a13n.HarnessExtensionEvent(kind=kind, schema_version=version, payload=copy.deepcopy(payload))
+            cls = a13n.InputTextEvent if isinstance(value.content, str) else a13n.InputMediaEvent
+            metadata = _OMIT if value.metadata is None else a13n.ContentMetadata.model_validate(value.metadata)
+            return cls(**_fields_to(lib, value, types, metadata=metadata))
+        case ExtensionEvent():
+            return a13n.HarnessExtensionEvent(**_fields_to(lib, value, types))
         case CapabilityEvent():
-            return lib.events.validate_python({**p.data, "kind": p.kind, "capability_id": p.capability_id,
-                                               "tool_call_id": p.tool_call_id, "tool_name": p.tool_name,
+            return lib.events.validate_python({**value.data, "kind": value.kind, "capability_id": value.capability_id,
+                                               "tool_call_id": value.tool_call_id, "tool_name": value.tool_name,
                                                "event_kind": "capability"})
         case UnknownEvent(event_kind=kind, data=data):
             return lib.events.validate_python({**data, "event_kind": kind})
-        case ObservationEvent():
-            raise ValueError("an ObservationEvent has no a13n-harness counterpart (a13n-harness never emits one)")
-    raise TypeError(f"not a Harness payload: {type(p).__name__}")  # pragma: no cover - validated by HarnessEvent
-
-
-def _tool_call_to(lib: SimpleNamespace, part: ToolCallPart) -> Any:
-    cls = lib.pai.NativeToolCallPart if part.builtin else lib.pai.ToolCallPart
-    return cls(part.tool_name, copy.deepcopy(part.args), part.tool_call_id, tool_kind=part.tool_kind, id=part.id,
-               provider_name=part.provider_name, provider_details=copy.deepcopy(part.provider_details))
-
-
-def _part_to(lib: SimpleNamespace, part: Part) -> Any:
-    pai = lib.pai
-    match part:
-        case TextPart():
-            citations = None if part.citations is None else lib.citations.validate_python(part.citations)
-            return pai.TextPart(part.content, id=part.id, provider_name=part.provider_name,
-                                provider_details=copy.deepcopy(part.provider_details), citations=citations)
-        case ThinkingPart():
-            return pai.ThinkingPart(part.content, id=part.id, signature=part.signature,
-                                    provider_name=part.provider_name,
-                                    provider_details=copy.deepcopy(part.provider_details))
-        case ToolCallPart():
-            return _tool_call_to(lib, part)
-        case BuiltinToolReturnPart():
-            kwargs = {} if part.timestamp is None else {"timestamp": part.timestamp}
-            return pai.NativeToolReturnPart(part.tool_name, _content_to(lib, part.content), part.tool_call_id,
-                                            tool_kind=part.tool_kind, metadata=copy.deepcopy(part.metadata),
-                                            outcome=part.outcome, provider_name=part.provider_name,
-                                            provider_details=copy.deepcopy(part.provider_details), **kwargs)
-        case FilePart():
-            return pai.FilePart(_binary_to(lib, part.content), id=part.id, provider_name=part.provider_name,
-                                provider_details=copy.deepcopy(part.provider_details))
         case UnknownPart(part_kind=kind, data=data):
             return lib.parts.validate_python({**data, "part_kind": kind})
-    raise TypeError(f"not a part: {type(part).__name__}")  # pragma: no cover
-
-
-def _delta_to(lib: SimpleNamespace, delta: PartDelta) -> Any:
-    pai = lib.pai
-    match delta:
-        case TextPartDelta():
-            citations = (None if delta.citations_delta is None
-                         else lib.citations.validate_python(delta.citations_delta))
-            return pai.TextPartDelta(delta.content_delta, provider_name=delta.provider_name,
-                                     provider_details=copy.deepcopy(delta.provider_details),
-                                     citations_delta=citations)
-        case ThinkingPartDelta():
-            return pai.ThinkingPartDelta(content_delta=delta.content_delta, signature_delta=delta.signature_delta,
-                                         provider_name=delta.provider_name,
-                                         provider_details=copy.deepcopy(delta.provider_details))
-        case ToolCallPartDelta():
-            return pai.ToolCallPartDelta(tool_name_delta=delta.tool_name_delta,
-                                         args_delta=copy.deepcopy(delta.args_delta), tool_call_id=delta.tool_call_id,
-                                         provider_name=delta.provider_name,
-                                         provider_details=copy.deepcopy(delta.provider_details))
         case UnknownDelta(part_delta_kind=kind, data=data):
             return lib.deltas.validate_python({**data, "part_delta_kind": kind})
-    raise TypeError(f"not a part delta: {type(delta).__name__}")  # pragma: no cover
+        case ObservationEvent():
+            raise ValueError("an ObservationEvent has no a13n-harness counterpart (a13n-harness never emits one)")
+    raise TypeError(f"not a source value a13n-harness has: {type(value).__name__}")  # pragma: no cover
 
 
 def _binary_to(lib: SimpleNamespace, value: BinaryContent) -> Any:
     content = lib.pai.BinaryContent(value.data, media_type=value.media_type, identifier=value.identifier,
-                                    vendor_metadata=copy.deepcopy(value.vendor_metadata))
+                                    vendor_metadata=copy_json(value.vendor_metadata))
     return lib.pai.BinaryContent.narrow_type(content)  # an image comes back a BinaryImage, as pydantic-ai reads it
 
 
@@ -495,7 +608,7 @@ def _content_to(lib: SimpleNamespace, content: ToolContent) -> Any:
         return _binary_to(lib, content)
     if isinstance(content, MediaContent):
         return lib.user_content.validate_python({**content.data, "kind": content.kind})
-    return copy.deepcopy(content)
+    return copy_json(content)
 
 
 def _result_to(lib: SimpleNamespace, item: HarnessRunResultEvent, output_type: Any) -> Any:
@@ -503,21 +616,17 @@ def _result_to(lib: SimpleNamespace, item: HarnessRunResultEvent, output_type: A
     adapter = None if output_type is None else lib.TypeAdapter(output_type)
     output = None
     if r.status == "completed":
-        output = copy.deepcopy(r.output) if adapter is None else adapter.validate_python(r.output)
+        output = copy_json(r.output) if adapter is None else adapter.validate_python(r.output)
     u = r.usage or Usage()
-    counts = {name: getattr(u, name) for name in (
-        "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "input_audio_tokens",
-        "cache_audio_read_tokens", "output_audio_tokens", "audio_seconds", "cost", "details", "requests",
-        "tool_calls", "provider_receipts", "unknown_cost_records", "incomplete_requests", "model_usage_coverage")}
+    counts = _fields_to(lib, u, {}, reasoning_tokens=_OMIT)
     usage = lib.RunUsageSummary(**{k: v for k, v in counts.items() if v is not None})
     f = r.failure
-    failure = None if f is None else a13n.SafeFailure(
-        code=f.code, message=f.message, details=f.details or {}, **({} if f.retry_hint is None else
-                                                                     {"retry_hint": f.retry_hint}))
+    failure = None if f is None else a13n.SafeFailure(**_fields_to(
+        lib, f, {}, details=copy_json(f.details) or {}, retry_hint=_OMIT if f.retry_hint is None else f.retry_hint))
     d = r.deferred
     deferred = None if d is None else lib.A13nDeferredToolRequests(
         calls=[_deferred_call_to(lib, c) for c in d.calls], approvals=[_deferred_call_to(lib, c) for c in d.approvals],
-        metadata=copy.deepcopy(d.metadata) if d.metadata is not None else {})
+        metadata=copy_json(d.metadata) if d.metadata is not None else {})
     records = [(lib.ProviderUsageRecord if isinstance(rec, dict) and rec.get("kind") == "provider"
                 else lib.ModelUsageRecord).model_validate(rec) for rec in (r.usage_records or ())]
     history = r.history
@@ -534,8 +643,8 @@ def _result_to(lib: SimpleNamespace, item: HarnessRunResultEvent, output_type: A
 def _deferred_call_to(lib: SimpleNamespace, call: DeferredToolCall) -> Any:
     target = call.target_call or ToolCallPart(tool_name=call.tool_name, args=call.args,
                                               tool_call_id=call.tool_call_id)
-    return lib.A13nDeferredToolCall(model_call=_tool_call_to(lib, call.model_call or target),
-                                    target_call=_tool_call_to(lib, target),
+    return lib.A13nDeferredToolCall(model_call=_to(lib, call.model_call or target, {}),
+                                    target_call=_to(lib, target, {}),
                                     target_identity=call.target_identity or "")
 
 

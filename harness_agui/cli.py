@@ -12,7 +12,7 @@
 #
 # Every command reads its input once, front to back, so a pipe, a FIFO,
 # ``/dev/stdin`` or ``<(...)`` is as good as a file; lines longer than
-# ``--max-line-bytes`` (16 MiB by default) are an error naming the line.
+# ``--max-line-bytes`` (256 MiB by default) are an error naming the line.
 #
 # Terminal safety: this is the top layer, so it is where text meets the
 # terminal, and all of it meets it through ``debug.text.escape_terminal``:
@@ -439,7 +439,7 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("file", metavar="FILE", help="source journal ('-' for stdin)")
     for command in (replay, check):
         command.add_argument("--max-line-bytes", metavar="N", type=_byte_count, default=MAX_LINE_BYTES,
-                             help=f"the longest line read, in bytes (default {MAX_LINE_BYTES}, 16 MiB); a longer "
+                             help=f"the longest line read, in bytes (default {MAX_LINE_BYTES}, 256 MiB); a longer "
                                   "line is an error naming it")
     sub.add_parser("demo", help="observe, interrupt, resume and check a simulated run",
                    description="Observe a simulated run live, lose the observer, resume a fresh one from the "

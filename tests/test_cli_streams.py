@@ -242,13 +242,13 @@ def test_check_passes_over_a_line_larger_than_memory_and_reports_the_lines_after
     lines = proc.stdout.decode().splitlines()
     assert lines[1] == f"run 'run-demo' (thread 'thread-demo'): {len(simulated_run())} items, " \
                        f"sequences 0-{len(simulated_run()) - 1}, completed"
-    assert "undecodable: line 1: line longer than 16777216 bytes" in lines
+    assert "undecodable: line 1: line longer than 268435456 bytes" in lines
 
 
 def test_replay_of_dev_zero_with_the_default_limit_ends_under_a_memory_limit() -> None:
     proc = sh("$CLI replay /dev/zero", timeout=60, preexec=limit_memory)
     assert proc.returncode == 1
-    assert proc.stderr == b"harness-agui: /dev/zero:1: line longer than 16777216 bytes\n"
+    assert proc.stderr == b"harness-agui: /dev/zero:1: line longer than 268435456 bytes\n"
 
 
 # -- argument errors -------------------------------------------------------------------------------

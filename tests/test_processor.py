@@ -400,7 +400,7 @@ def _nested(depth: int) -> Any:
 
 
 @pytest.mark.parametrize(("kind", "field", "value", "says"), [
-    (EventType.RUN_FINISHED, "result", {"deep": _nested(300)}, "nested more than 128"),
+    (EventType.RUN_FINISHED, "result", {"deep": _nested(300)}, "nested more than 240"),
     (EventType.RUN_FINISHED, "result", {"ok": 1, "\ud800": 2}, "lone surrogate"),
     (EventType.RUN_FINISHED, "result", ["fine", "\udfff"], "lone surrogate"),
     (EventType.RUN_FINISHED, "result", 10 ** 4100, "more than 4000 digits"),

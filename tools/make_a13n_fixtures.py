@@ -4,6 +4,7 @@ Usage (Python 3.13 with the extra: ``pip install -e '.[a13n]'``)::
 
     python tools/make_a13n_fixtures.py                     # every scenario into tests/fixtures/a13n/
     python tools/make_a13n_fixtures.py --out DIR [NAME ...]
+    python tools/make_a13n_fixtures.py --out DIR large_tool_result   # a limit scenario, by name only
 
 Each scenario builds a real ``a13n_harness`` agent whose model is a pydantic-ai
 ``FunctionModel`` stream function with fixed content: nothing touches the
@@ -110,11 +111,14 @@ class Weather(BaseModel):
 
 @dataclass
 class Scenario:
-    """The Runs of one scenario, in order, each a list of a13n stream items."""
+    """The Runs of one scenario, in order, each a list of a13n stream items.
+    ``tool_types`` names the tools whose results are Python objects (for
+    ``to_a13n(..., tool_types=...)``)."""
 
     name: str
     runs: list[list[Any]] = field(default_factory=list)
     output_type: Any = str
+    tool_types: dict[str, Any] = field(default_factory=dict)
 
     @property
     def items(self) -> list[Any]:
@@ -605,6 +609,94 @@ SCENARIOS: dict[str, Callable[[], Awaitable[Scenario]]] = {
 }
 
 
+# -- the limits of real Runs ------------------------------------------------------------------------
+# Runs at the edges of what a13n-harness itself carries, made afresh for
+# tests/a13n and never written as committed fixtures (one is tens of MB):
+# ``LIMIT_SCENARIOS``.
+
+DEEPEST = 196
+"""The deepest tool result a13n-harness 0.21 carries end to end: from 197 levels its own
+``all_messages()`` fails (pydantic's JSON parser stops at 200)."""
+
+MiB = 1024 * 1024
+
+
+class Report(BaseModel):
+    """A tool result that is a pydantic model: a13n-harness keeps it whole (no preview)."""
+
+    title: str
+    body: str
+
+
+def nested_json(depth: int) -> Any:
+    """A JSON value nested ``depth`` arrays/objects deep."""
+    value: Any = "bottom"
+    for i in range(depth):
+        value = [value] if i % 2 else {"level": value}
+    return value
+
+
+def one_tool_call(name: str, model_name: str, answer: str = "Done.") -> FunctionModel:
+    """A model that calls ``name`` once without args, then answers."""
+
+    async def respond(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[Any]:
+        if seen(messages).returns:
+            yield answer
+        else:
+            for chunk in tool_call(0, name, "{}", f"call-{name}", chunks=1):
+                yield chunk
+
+    return FunctionModel(stream_function=respond, model_name=model_name)
+
+
+def _returning(name: str, value: Callable[[], Any], returns: Any) -> Tool[Any]:
+    async def tool() -> Any:
+        return value()
+
+    tool.__name__ = name
+    tool.__doc__ = f"Return the {name.replace('_', ' ')}."
+    tool.__annotations__["return"] = returns
+    return Tool(tool, name=name)
+
+
+async def deep_tool_result(depth: int = DEEPEST, name: str = "deep_tool_result") -> Scenario:
+    """A tool returns JSON nested ``depth`` levels; the terminal item then holds it deeper still."""
+    agent = build(one_tool_call("read_tree", "fixture-deep"),
+                  capabilities=tools(_returning("read_tree", lambda: nested_json(depth), dict)))
+    return Scenario(name, [await collect(agent.stream("Read the tree."))])
+
+
+async def too_deep_tool_result() -> Scenario:
+    """One level deeper than a13n-harness carries: the Run completes, but its terminal result can no
+    longer give its messages."""
+    return await deep_tool_result(DEEPEST + 1, "too_deep_tool_result")
+
+
+async def large_tool_result() -> Scenario:
+    """A tool returns a 2 MiB pydantic model of control characters (six bytes each once JSON-escaped):
+    a13n-harness keeps it whole, and the terminal item holds it twice more."""
+    report = Report(title="large", body="\x01" * (2 * MiB))
+    agent = build(one_tool_call("read_report", "fixture-large"),
+                  capabilities=tools(_returning("read_report", lambda: report, Report)))
+    return Scenario("large_tool_result", [await collect(agent.stream("Read the report."))],
+                    tool_types={"read_report": Report})
+
+
+async def bytes_tool_result() -> Scenario:
+    """A tool returns raw bytes that are not UTF-8; a13n-harness completes the Run."""
+    agent = build(one_tool_call("read_blob", "fixture-bytes"),
+                  capabilities=tools(_returning("read_blob", lambda: b"\xff\x00", bytes)))
+    return Scenario("bytes_tool_result", [await collect(agent.stream("Read the blob."))])
+
+
+LIMIT_SCENARIOS: dict[str, Callable[[], Awaitable[Scenario]]] = {
+    "deep_tool_result": deep_tool_result,
+    "too_deep_tool_result": too_deep_tool_result,
+    "large_tool_result": large_tool_result,
+    "bytes_tool_result": bytes_tool_result,
+}
+
+
 # -- running and writing -------------------------------------------------------------------------
 
 async def run_scenario(name: str, attempts: int = 3) -> Scenario:
@@ -612,7 +704,7 @@ async def run_scenario(name: str, attempts: int = 3) -> Scenario:
     miss its moment, so a scenario is tried up to ``attempts`` times."""
     for attempt in range(1, attempts + 1):
         try:
-            return await asyncio.wait_for(SCENARIOS[name](), timeout=60)
+            return await asyncio.wait_for({**SCENARIOS, **LIMIT_SCENARIOS}[name](), timeout=60)
         except (AssertionError, RuntimeError, TimeoutError, asyncio.CancelledError) as e:
             if attempt == attempts:
                 raise RuntimeError(f"scenario {name} failed {attempts} times; last: {type(e).__name__}: {e}") from e
@@ -640,13 +732,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"where to write (default {DEFAULT_OUT})")
     parser.add_argument("names", nargs="*", metavar="NAME",
-                        help=f"scenarios to run (default: all of {', '.join(SCENARIOS)})")
+                        help=f"scenarios to run (default: all of {', '.join(SCENARIOS)}; by name only: "
+                             f"{', '.join(LIMIT_SCENARIOS)})")
     args = parser.parse_args(argv)
     # The failing scenarios fail on purpose: keep the Harness's warning (with a traceback) about each out of the way.
     logging.getLogger("a13n_harness").setLevel(logging.ERROR)
-    unknown = [name for name in args.names if name not in SCENARIOS]
+    unknown = [name for name in args.names if name not in SCENARIOS and name not in LIMIT_SCENARIOS]
     if unknown:
-        parser.error(f"unknown scenario {unknown[0]!r} (known: {', '.join(SCENARIOS)})")
+        parser.error(f"unknown scenario {unknown[0]!r} (known: {', '.join([*SCENARIOS, *LIMIT_SCENARIOS])})")
     started = time.monotonic()
     for name in args.names or list(SCENARIOS):
         t0 = time.monotonic()

@@ -7,17 +7,25 @@
 # ``check_json`` is also where the limits of what can be emitted live, so
 # that what the source model accepts is never refused later by a serialiser
 # (a value accepted by ``observe()`` whose AG-UI event then could
-# not be written stuck a Host's delivery cursor for good). Measured with
-# ag-ui-protocol 1.0 and pydantic-core 2.50: ``model_dump_json`` and
-# ``ag_ui.encoder.EventEncoder`` give up on a CUSTOM value nested more than
-# 253 arrays/objects deep, and the projection wraps a source value up to six
-# levels deeper (correlation, payload, part, interrupt metadata). So a JSON
-# value may nest at most MAX_JSON_DEPTH = 128 levels: half the serialiser's
-# limit, far more than any real tool result needs. Text must be valid
-# Unicode: a lone surrogate (which a Python str can hold and a JSON "\ud800"
-# escape can produce) cannot be written as UTF-8, and pydantic refuses it in
-# keys and values alike. Integers must be printable by ``int.__str__``,
-# which CPython refuses past 4300 digits; the bound here is 4000.
+# not be written stuck a Host's delivery cursor for good). The nesting limit,
+# MAX_JSON_DEPTH = 240 arrays/objects, sits between two measured bounds
+# (ag-ui-protocol 1.0, pydantic-core 2.50, a13n-harness 0.21):
+#   - below: what a real Run carries. a13n-harness passes a tool result
+#     nested up to 196 levels through a Run end to end (from 197 its own
+#     ``all_messages()`` fails, pydantic's JSON parser stopping at 200), and
+#     its terminal item then holds that result 5 levels deeper in the
+#     HarnessState (201) and 4 deeper in the message history (200);
+#   - above: what the serialisers write. ``model_dump_json`` and
+#     ``ag_ui.encoder.EventEncoder`` give up on an event value nested more
+#     than 253 levels, and the projection puts a source value at most 6
+#     levels deeper into an event (a CUSTOM value's payload, a content list
+#     item, an interrupt's metadata), so 240 + 6 leaves room to spare.
+# Python's own JSON reader and writer stop near the recursion limit (about
+# 1000 levels), far beyond both. Text must be valid Unicode: a lone
+# surrogate (which a Python str can hold and a JSON "\ud800" escape can
+# produce) cannot be written as UTF-8, and pydantic refuses it in keys and
+# values alike. Integers must be printable by ``int.__str__``, which CPython
+# refuses past 4300 digits; the bound here is 4000.
 
 from __future__ import annotations
 
@@ -69,7 +77,7 @@ def loads(text: str | bytes) -> Any:
     return _decoder.decode(text)
 
 
-MAX_JSON_DEPTH = 128
+MAX_JSON_DEPTH = 240
 """How many arrays/objects a JSON value may nest (``[[1]]`` nests 2)."""
 
 MAX_INT_DIGITS = 4000
@@ -137,6 +145,38 @@ def check_json(value: Any, what: str) -> None:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+_COPY_DEPTH = 100_000  # far past any parsed JSON text; only a cycle gets there
+
+
+def copy_json(value: Any) -> Any:
+    """A copy of a JSON value whose lists and dicts are all new, as plain
+    ``list`` and ``dict`` (other values are shared: JSON scalars are
+    immutable). Iterative, so any depth a JSON parser gives is copied
+    without RecursionError, unlike ``copy.deepcopy``. Raises ValueError for
+    a value that contains itself."""
+    if not isinstance(value, (list, dict)):
+        return value
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any, int]] = [(value, root, 0, 1)]
+    while stack:
+        v, parent, key, depth = stack.pop()
+        if depth > _COPY_DEPTH:
+            raise ValueError(f"a JSON value nested more than {_COPY_DEPTH} levels deep (does it contain itself?)")
+        new: Any
+        if isinstance(v, dict):
+            new = dict(v)
+            for k, x in new.items():
+                if isinstance(x, (list, dict)):
+                    stack.append((x, new, k, depth + 1))
+        else:
+            new = list(v)
+            for i, x in enumerate(new):
+                if isinstance(x, (list, dict)):
+                    stack.append((x, new, i, depth + 1))
+        parent[key] = new
+    return root[0]
 
 
 def escape_surrogates(text: str) -> str:

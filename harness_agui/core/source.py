@@ -1,5 +1,12 @@
 # The Harness public stream as frozen values.
 #
+# Each field is declared once, with a kind from ``core.fields`` (``NAME``,
+# ``TEXT``, ``COUNT``, ``JSON_VALUE``, ``nested(Usage)``, ...), and each class
+# with its tag (``declared("tool_call")``). The kind is the field's check;
+# the wire shapes (``core.jsonform``), the codec's reader, writer and version
+# 1 check, the a13n-harness adapter's tables and the test strategies are all
+# derived from these declarations.
+#
 # Every class here validates on construction: a wrong Python type raises
 # TypeError, a value of the right type that the Harness contract forbids (a
 # blank id, a negative sequence, a naive datetime, an unknown status) raises
@@ -47,13 +54,38 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timezone
-from decimal import Decimal, InvalidOperation
+import typing
+from datetime import datetime
 from typing import Any, Literal, Union
 
 import attrs
 
-from ._json import JSON, check_json, check_text
+from ._json import JSON, check_json
+from .fields import (
+    ARGS,
+    ARRAY,
+    BOOL,
+    BYTES,
+    COUNT,
+    COUNTS,
+    DECIMAL,
+    INDEX,
+    INSTANT,
+    JSON_VALUE,
+    MAX_JSON_INT,
+    NAME,
+    OBJECT,
+    TEXT,
+    TEXT_OR_OBJECT,
+    Kind,
+    choice,
+    choices_of,
+    declared,
+    nested,
+    tuple_of,
+    type_error,
+    union,
+)
 
 __all__ = [
     "BinaryContent",
@@ -103,13 +135,17 @@ __all__ = [
     "PART_KINDS",
     "MAX_JSON_INT",
     "MAX_SEQUENCE",
+    "describe_wrong_item",
 ]
 
 ToolOutcome = Literal["success", "failed", "denied", "interrupted", "retried"]
 RunStatus = Literal["completed", "suspended", "failed", "cancelled"]
 
-TOOL_OUTCOMES: tuple[str, ...] = ("success", "failed", "denied", "interrupted", "retried")
+TOOL_OUTCOMES: tuple[str, ...] = choices_of(ToolOutcome)
 """Every outcome of a tool result (closed: the projection answers each)."""
+
+RUN_STATUSES: tuple[str, ...] = choices_of(RunStatus)
+"""Every status of a Run's result (closed)."""
 
 INPUT_SOURCES: tuple[str, ...] = ("user", "steering", "context", "recovery", "async_subagent", "background_process")
 """The input sources a13n-harness 0.21 knows; ``InputEvent.source`` accepts any other non-blank name too."""
@@ -119,228 +155,19 @@ EXTENSION_KINDS: tuple[str, ...] = (
 )
 """The extension kinds a13n-harness 0.21 knows; ``ExtensionEvent.kind`` accepts any other non-blank name too."""
 
-RUN_STATUSES: tuple[str, ...] = ("completed", "suspended", "failed", "cancelled")
-
 PART_KINDS: tuple[str, ...] = (
     "text", "thinking", "tool-call", "builtin-tool-call", "builtin-tool-return", "compaction", "file", "speech",
 )
 """The values of ``previous_part_kind`` / ``next_part_kind`` pydantic-ai 2.61 knows (any non-blank name is kept)."""
 
-
-# -- validators ---------------------------------------------------------------
-
-def _type_error(inst: Any, attr: attrs.Attribute, value: Any, expected: str) -> TypeError:
-    return TypeError(
-        f"{type(inst).__name__}.{attr.name} must be {expected}, not {type(value).__name__} ({value!r:.60})"
-    )
-
-
-def _str(inst: Any, attr: attrs.Attribute, value: Any) -> None:
-    if not isinstance(value, str):
-        raise _type_error(inst, attr, value, "str")
-    if not value.isascii():
-        check_text(value, f"{type(inst).__name__}.{attr.name}")
-
-
-def _opt_str(inst: Any, attr: attrs.Attribute, value: Any) -> None:
-    if value is not None:
-        if not isinstance(value, str):
-            raise _type_error(inst, attr, value, "str or None")
-        _str(inst, attr, value)
-
-
-def _id(inst: Any, attr: attrs.Attribute, value: Any) -> None:
-    _str(inst, attr, value)
-    if not value.strip():
-        raise ValueError(f"{type(inst).__name__}.{attr.name} must not be blank")
-
-
-def _opt_id(inst: Any, attr: attrs.Attribute, value: Any) -> None:
-    if value is not None:
-        _id(inst, attr, value)
-
-
-def _non_negative_int(inst: Any, attr: attrs.Attribute, value: Any) -> None:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise _type_error(inst, attr, value, "int")
-    if value < 0:
-        raise ValueError(f"{type(inst).__name__}.{attr.name} must be >= 0, got {value}")
-
-
-def _opt_non_negative_int(inst: Any, attr: attrs.Attribute, value: Any) -> None:
-    if value is not None:
-        _non_negative_int(inst, attr, value)
-
-
-MAX_JSON_INT = 2**53 - 1
-"""The largest integer every JSON reader keeps exactly (AG-UI's bound for counts)."""
-
 MAX_SEQUENCE = MAX_JSON_INT
 """The largest ``sequence`` of a source item: JSON-safe, and well inside SQLite's signed 64-bit INTEGER."""
 
-
-def _sequence(inst: Any, attr: attrs.Attribute, value: Any) -> None:
-    _non_negative_int(inst, attr, value)
-    if value > MAX_SEQUENCE:
-        raise ValueError(f"{type(inst).__name__}.{attr.name} must be <= 2**53 - 1, got {value}")
-
-
-def _token_count(inst: Any, attr: attrs.Attribute, value: Any) -> None:
-    _opt_non_negative_int(inst, attr, value)
-    if value is not None and value > MAX_JSON_INT:
-        raise ValueError(f"{type(inst).__name__}.{attr.name} must be <= 2**53 - 1, got {value}")
-
-
-def _one_of(choices: tuple[str, ...]) -> Any:
-    def check(inst: Any, attr: attrs.Attribute, value: Any) -> None:
-        _str(inst, attr, value)
-        if value not in choices:
-            raise ValueError(f"{type(inst).__name__}.{attr.name} must be one of {', '.join(choices)}; got {value!r}")
-
-    return check
-
-
-def _json(inst: Any, attr: attrs.Attribute, value: Any) -> None:
-    check_json(value, f"{type(inst).__name__}.{attr.name}")
-
-
-def _args(inst: Any, attr: attrs.Attribute, value: Any) -> None:
-    if value is None:
-        return
-    if isinstance(value, str):
-        _str(inst, attr, value)
-        return
-    if not isinstance(value, dict):
-        raise _type_error(inst, attr, value, "str, dict or None")
-    _json(inst, attr, value)
-
-
-def _opt_object(inst: Any, attr: attrs.Attribute, value: Any) -> None:
-    if value is None:
-        return
-    if not isinstance(value, dict):
-        raise _type_error(inst, attr, value, "dict or None")
-    _json(inst, attr, value)
-
-
-def _instance(*types: type) -> Any:
-    names = " or ".join(t.__name__ for t in types)
-
-    def check(inst: Any, attr: attrs.Attribute, value: Any) -> None:
-        if not isinstance(value, types):
-            raise _type_error(inst, attr, value, names)
-
-    return check
-
-
-def _fixed_offset(value: Any) -> Any:
-    """An aware datetime with a zone (say ZoneInfo) as the same instant at a
-    fixed UTC offset, so that it survives the wire format unchanged (an
-    ambiguous local time never compares equal across zones otherwise). The
-    wall time is kept and only the zone relabelled, which cannot overflow
-    (``astimezone`` goes through UTC, which can)."""
-    if isinstance(value, datetime) and value.tzinfo is not None and type(value.tzinfo) is not timezone:
-        offset = value.utcoffset()
-        if offset is not None:
-            return value.replace(tzinfo=timezone(offset), fold=0)
-    return value
-
-
-def _aware(inst: Any, attr: attrs.Attribute, value: Any) -> None:
-    if not isinstance(value, datetime):
-        raise _type_error(inst, attr, value, "datetime")
-    if value.utcoffset() is None:
-        raise ValueError(f"{type(inst).__name__}.{attr.name} must be timezone-aware, got {value!r}")
-    try:
-        if value.year == 1 or value.year == 9999:  # only within a day of the calendar's ends can UTC overflow
-            value.astimezone(UTC)
-    except OverflowError:
-        raise ValueError(f"{type(inst).__name__}.{attr.name} {value.isoformat()} is outside the range of "
-                         "datetime in UTC (years 1 to 9999)") from None
-
-
-def _tuple_of(cls: type) -> Any:
-    def check(inst: Any, attr: attrs.Attribute, value: Any) -> None:
-        if not isinstance(value, tuple):
-            raise _type_error(inst, attr, value, f"tuple of {cls.__name__}")
-        for v in value:
-            if not isinstance(v, cls):
-                raise _type_error(inst, attr, v, f"{cls.__name__} items")
-
-    return check
-
-
-def _bool(inst: Any, attr: attrs.Attribute, value: Any) -> None:
-    if not isinstance(value, bool):
-        raise _type_error(inst, attr, value, "bool")
-
-
-def _opt_bool(inst: Any, attr: attrs.Attribute, value: Any) -> None:
-    if value is not None and not isinstance(value, bool):
-        raise _type_error(inst, attr, value, "bool or None")
-
-
-def _object(inst: Any, attr: attrs.Attribute, value: Any) -> None:
-    if not isinstance(value, dict):
-        raise _type_error(inst, attr, value, "dict")
-    _json(inst, attr, value)
-
-
-def _array(inst: Any, attr: attrs.Attribute, value: Any) -> None:
-    if not isinstance(value, list):
-        raise _type_error(inst, attr, value, "list")
-    _json(inst, attr, value)
-
-
-def _opt_array(inst: Any, attr: attrs.Attribute, value: Any) -> None:
-    if value is not None:
-        _array(inst, attr, value)
-
-
-def _opt_aware(inst: Any, attr: attrs.Attribute, value: Any) -> None:
-    if value is not None:
-        _aware(inst, attr, value)
-
-
-def _opt_decimal(inst: Any, attr: attrs.Attribute, value: Any) -> None:
-    """A decimal number written as text ("0", "0.0125"), kept exactly."""
-    if value is None:
-        return
-    if not isinstance(value, str):
-        raise _type_error(inst, attr, value, "str (a decimal number) or None")
-    try:
-        number = Decimal(value)
-    except InvalidOperation:
-        raise ValueError(f"{type(inst).__name__}.{attr.name} must be a decimal number, got {value!r:.60}") from None
-    if not number.is_finite() or value != value.strip() or len(value) > 100:
-        raise ValueError(f"{type(inst).__name__}.{attr.name} must be a finite decimal number, got {value!r:.60}")
-
-
-def _opt_counts(inst: Any, attr: attrs.Attribute, value: Any) -> None:
-    if value is None:
-        return
-    if not isinstance(value, dict):
-        raise _type_error(inst, attr, value, "dict of str to int, or None")
-    for k, v in value.items():
-        if not isinstance(k, str) or not isinstance(v, int) or isinstance(v, bool):
-            raise _type_error(inst, attr, value, "dict of str to int")
-        check_text(k, f"{type(inst).__name__}.{attr.name} (a key)")
-        if abs(v) > MAX_JSON_INT:
-            raise ValueError(f"{type(inst).__name__}.{attr.name}[{k!r}] must be within +-(2**53 - 1), got {v}")
-
-
-def _opt_instance(*types: type) -> Any:
-    check = _instance(*types)
-
-    def opt(inst: Any, attr: attrs.Attribute, value: Any) -> None:
-        if value is not None:
-            check(inst, attr, value)
-
-    return opt
-
+_V1_OUTCOMES = ("success", "failed", "retried")  # the outcomes wire version 1 knew
 
 # -- content ------------------------------------------------------------------------
 
+@declared("binary")
 @attrs.frozen
 class BinaryContent:
     """Binary data (an image a tool returned, a file a model produced).
@@ -350,10 +177,11 @@ class BinaryContent:
     identifier), never the bytes.
     """
 
-    data: bytes = attrs.field(validator=_instance(bytes))
-    media_type: str = attrs.field(validator=_id)
-    identifier: str | None = attrs.field(default=None, validator=_opt_str)
-    vendor_metadata: dict[str, JSON] | None = attrs.field(default=None, validator=_opt_object)
+    data: bytes = attrs.field(**BYTES())
+    media_type: str = attrs.field(**NAME(known=("image/png", "image/jpeg", "audio/wav", "application/pdf",
+                                                "text/plain", "application/octet-stream")))
+    identifier: str | None = attrs.field(default=None, **TEXT(optional=True))
+    vendor_metadata: dict[str, JSON] | None = attrs.field(default=None, **OBJECT(optional=True))
 
     @property
     def size(self) -> int:
@@ -361,24 +189,26 @@ class BinaryContent:
         return len(self.data)
 
 
+@declared("media")
 @attrs.frozen
 class MediaContent:
     """Any other multimodal content item (a URL to an image, audio, video or
     document, an uploaded file, a cache point, ...): its ``kind`` and the
     JSON of its other fields."""
 
-    kind: str = attrs.field(validator=_id)
-    data: dict[str, JSON] = attrs.field(factory=dict, validator=_object)
+    kind: str = attrs.field(**NAME(known=("image-url", "audio-url", "document-url", "video-url", "uploaded-file",
+                                          "cache-point")))
+    data: dict[str, JSON] = attrs.field(factory=dict, **OBJECT())
 
 
-def _content_item(inst: Any, attr: attrs.Attribute, value: Any) -> None:
+def _content_item(inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, (BinaryContent, MediaContent)):
         check_json(value, f"{type(inst).__name__}.{attr.name}")
 
 
-def _content_items(inst: Any, attr: attrs.Attribute, value: Any) -> None:
+def _content_items(inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, tuple):
-        raise _type_error(inst, attr, value, "tuple")
+        raise type_error(inst, attr, value, "tuple")
     for item in value:
         _content_item(inst, attr, item)
     if not any(isinstance(item, (BinaryContent, MediaContent)) for item in value):
@@ -386,172 +216,193 @@ def _content_items(inst: Any, attr: attrs.Attribute, value: Any) -> None:
                          "is plain JSON, not a ContentList")
 
 
+ITEMS = Kind("items", "items", _content_items)
+"""The items of a ContentList: JSON values and at least one binary or media item."""
+
+
+@declared("list")
 @attrs.frozen
 class ContentList:
     """Content that mixes JSON values (text, numbers, objects) with at least
     one binary or media item, in order (``["A caption", <image>]``)."""
 
-    items: tuple[JSON | BinaryContent | MediaContent, ...] = attrs.field(validator=_content_items)
+    items: tuple[JSON | BinaryContent | MediaContent, ...] = attrs.field(**ITEMS())
 
 
 ToolContent = Union[JSON, BinaryContent, MediaContent, ContentList]  # noqa: UP007 (JSON is a string alias)
 """What a tool returns: a JSON value, a binary or media item, or a list mixing them."""
 
 
-def _tool_content(inst: Any, attr: attrs.Attribute, value: Any) -> None:
+def _tool_content(inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, (BinaryContent, MediaContent, ContentList)):
         check_json(value, f"{type(inst).__name__}.{attr.name}")
 
 
+CONTENT = Kind("content", "content", _tool_content)
+"""Tool content: a JSON value (None is JSON null), a binary or media item, or a ContentList."""
+
+
 # -- parts and deltas -----------------------------------------------------------
 
+@declared("text", v1=True)
 @attrs.frozen
 class TextPart:
-    content: str = attrs.field(validator=_str)
-    id: str | None = attrs.field(default=None, validator=_opt_id)
-    provider_name: str | None = attrs.field(default=None, validator=_opt_str)
-    provider_details: dict[str, JSON] | None = attrs.field(default=None, validator=_opt_object)
-    citations: list[JSON] | None = attrs.field(default=None, validator=_opt_array)
+    content: str = attrs.field(**TEXT(v1=True))
+    id: str | None = attrs.field(default=None, **NAME(optional=True, v1=True))
+    provider_name: str | None = attrs.field(default=None, **TEXT(optional=True))
+    provider_details: dict[str, JSON] | None = attrs.field(default=None, **OBJECT(optional=True))
+    citations: list[JSON] | None = attrs.field(default=None, **ARRAY(optional=True))
 
 
+@declared("thinking", v1=True)
 @attrs.frozen
 class ThinkingPart:
-    content: str = attrs.field(validator=_str)
-    id: str | None = attrs.field(default=None, validator=_opt_id)
-    signature: str | None = attrs.field(default=None, validator=_opt_str)
-    provider_name: str | None = attrs.field(default=None, validator=_opt_str)
-    provider_details: dict[str, JSON] | None = attrs.field(default=None, validator=_opt_object)
+    content: str = attrs.field(**TEXT(v1=True))
+    id: str | None = attrs.field(default=None, **NAME(optional=True, v1=True))
+    signature: str | None = attrs.field(default=None, **TEXT(optional=True, v1=True))
+    provider_name: str | None = attrs.field(default=None, **TEXT(optional=True, v1=True))
+    provider_details: dict[str, JSON] | None = attrs.field(default=None, **OBJECT(optional=True))
 
 
+@declared("tool_call", v1=True)
 @attrs.frozen
 class ToolCallPart:
     """A tool call the model makes. ``builtin`` marks a call of a provider's
     builtin tool (pydantic-ai's ``NativeToolCallPart``), which the provider
-    runs itself."""
+    runs itself. ``args`` is required but may be None (the wire leaves it out)."""
 
-    tool_name: str = attrs.field(validator=_str)
-    args: str | dict[str, JSON] | None = attrs.field(validator=_args)
-    tool_call_id: str = attrs.field(validator=_id)
-    tool_kind: str | None = attrs.field(default=None, validator=_opt_str)
-    id: str | None = attrs.field(default=None, validator=_opt_str)
-    provider_name: str | None = attrs.field(default=None, validator=_opt_str)
-    provider_details: dict[str, JSON] | None = attrs.field(default=None, validator=_opt_object)
-    builtin: bool = attrs.field(default=False, validator=_bool)
+    tool_name: str = attrs.field(**TEXT(v1=True))
+    args: str | dict[str, JSON] | None = attrs.field(**ARGS(may_omit=True, v1=True))
+    tool_call_id: str = attrs.field(**NAME(v1=True))
+    tool_kind: str | None = attrs.field(default=None, **TEXT(optional=True))
+    id: str | None = attrs.field(default=None, **TEXT(optional=True))
+    provider_name: str | None = attrs.field(default=None, **TEXT(optional=True))
+    provider_details: dict[str, JSON] | None = attrs.field(default=None, **OBJECT(optional=True))
+    builtin: bool = attrs.field(default=False, **BOOL())
 
 
+@declared("builtin_tool_return")
 @attrs.frozen
 class BuiltinToolReturnPart:
     """What a provider's builtin tool returned, as part of the model response
     (it gets a part start and no end)."""
 
-    tool_name: str = attrs.field(validator=_str)
-    content: ToolContent = attrs.field(validator=_tool_content)
-    tool_call_id: str = attrs.field(validator=_id)
-    tool_kind: str | None = attrs.field(default=None, validator=_opt_str)
-    metadata: JSON = attrs.field(default=None, validator=_json)
-    timestamp: datetime | None = attrs.field(default=None, converter=_fixed_offset, validator=_opt_aware)
-    outcome: ToolOutcome = attrs.field(default="success", validator=_one_of(TOOL_OUTCOMES))
-    provider_name: str | None = attrs.field(default=None, validator=_opt_str)
-    provider_details: dict[str, JSON] | None = attrs.field(default=None, validator=_opt_object)
+    tool_name: str = attrs.field(**TEXT())
+    content: ToolContent = attrs.field(**CONTENT(always=True))
+    tool_call_id: str = attrs.field(**NAME())
+    tool_kind: str | None = attrs.field(default=None, **TEXT(optional=True))
+    metadata: JSON = attrs.field(default=None, **JSON_VALUE())
+    timestamp: datetime | None = attrs.field(default=None, **INSTANT(optional=True))
+    outcome: ToolOutcome = attrs.field(default="success", **choice(ToolOutcome)())
+    provider_name: str | None = attrs.field(default=None, **TEXT(optional=True))
+    provider_details: dict[str, JSON] | None = attrs.field(default=None, **OBJECT(optional=True))
 
 
+@declared("file")
 @attrs.frozen
 class FilePart:
     """A file the model produced (it gets a part start and no end)."""
 
-    content: BinaryContent = attrs.field(validator=_instance(BinaryContent))
-    id: str | None = attrs.field(default=None, validator=_opt_str)
-    provider_name: str | None = attrs.field(default=None, validator=_opt_str)
-    provider_details: dict[str, JSON] | None = attrs.field(default=None, validator=_opt_object)
+    content: BinaryContent = attrs.field(**nested(BinaryContent)())
+    id: str | None = attrs.field(default=None, **TEXT(optional=True))
+    provider_name: str | None = attrs.field(default=None, **TEXT(optional=True))
+    provider_details: dict[str, JSON] | None = attrs.field(default=None, **OBJECT(optional=True))
 
 
+@declared("unknown")
 @attrs.frozen
 class UnknownPart:
     """A response part of a kind this release does not model (``speech``,
     ``compaction``, a future kind): its ``part_kind`` and the JSON of its
     other fields, kept whole."""
 
-    part_kind: str = attrs.field(validator=_id)
-    data: dict[str, JSON] = attrs.field(factory=dict, validator=_object)
+    part_kind: str = attrs.field(**NAME(known=("speech", "compaction", "tool-search-call")))
+    data: dict[str, JSON] = attrs.field(factory=dict, **OBJECT(always=True))
 
 
 Part = TextPart | ThinkingPart | ToolCallPart | BuiltinToolReturnPart | FilePart | UnknownPart
 
 
+@declared("text", v1=True)
 @attrs.frozen
 class TextPartDelta:
-    content_delta: str = attrs.field(validator=_str)
-    provider_name: str | None = attrs.field(default=None, validator=_opt_str)
-    provider_details: dict[str, JSON] | None = attrs.field(default=None, validator=_opt_object)
-    citations_delta: list[JSON] | None = attrs.field(default=None, validator=_opt_array)
+    content_delta: str = attrs.field(**TEXT(v1=True))
+    provider_name: str | None = attrs.field(default=None, **TEXT(optional=True))
+    provider_details: dict[str, JSON] | None = attrs.field(default=None, **OBJECT(optional=True))
+    citations_delta: list[JSON] | None = attrs.field(default=None, **ARRAY(optional=True))
 
 
+@declared("thinking", v1=True)
 @attrs.frozen
 class ThinkingPartDelta:
     """More reasoning. A ``signature_delta`` replaces the part's signature
     (pydantic-ai's rule); the final part's signature is authoritative."""
 
-    content_delta: str | None = attrs.field(default=None, validator=_opt_str)
-    signature_delta: str | None = attrs.field(default=None, validator=_opt_str)
-    provider_name: str | None = attrs.field(default=None, validator=_opt_str)
-    provider_details: dict[str, JSON] | None = attrs.field(default=None, validator=_opt_object)
+    content_delta: str | None = attrs.field(default=None, **TEXT(optional=True, v1=True))
+    signature_delta: str | None = attrs.field(default=None, **TEXT(optional=True, v1=True))
+    provider_name: str | None = attrs.field(default=None, **TEXT(optional=True))
+    provider_details: dict[str, JSON] | None = attrs.field(default=None, **OBJECT(optional=True))
 
 
+@declared("tool_call", v1=True)
 @attrs.frozen
 class ToolCallPartDelta:
-    tool_name_delta: str | None = attrs.field(default=None, validator=_opt_str)
-    args_delta: str | dict[str, JSON] | None = attrs.field(default=None, validator=_args)
-    tool_call_id: str | None = attrs.field(default=None, validator=_opt_id)
-    provider_name: str | None = attrs.field(default=None, validator=_opt_str)
-    provider_details: dict[str, JSON] | None = attrs.field(default=None, validator=_opt_object)
+    tool_name_delta: str | None = attrs.field(default=None, **TEXT(optional=True, v1=True))
+    args_delta: str | dict[str, JSON] | None = attrs.field(default=None, **ARGS(optional=True, v1=True))
+    tool_call_id: str | None = attrs.field(default=None, **NAME(optional=True, v1=True))
+    provider_name: str | None = attrs.field(default=None, **TEXT(optional=True))
+    provider_details: dict[str, JSON] | None = attrs.field(default=None, **OBJECT(optional=True))
 
 
+@declared("unknown")
 @attrs.frozen
 class UnknownDelta:
     """A part delta of a kind this release does not model, kept whole."""
 
-    part_delta_kind: str = attrs.field(validator=_id)
-    data: dict[str, JSON] = attrs.field(factory=dict, validator=_object)
+    part_delta_kind: str = attrs.field(**NAME(known=("speech",)))
+    data: dict[str, JSON] = attrs.field(factory=dict, **OBJECT(always=True))
 
 
 PartDelta = TextPartDelta | ThinkingPartDelta | ToolCallPartDelta | UnknownDelta
 
-_PARTS = (TextPart, ThinkingPart, ToolCallPart, BuiltinToolReturnPart, FilePart, UnknownPart)
-_DELTAS = (TextPartDelta, ThinkingPartDelta, ToolCallPartDelta, UnknownDelta)
-
 
 # -- payloads -------------------------------------------------------------------
 
+@declared("part_start", v1=True)
 @attrs.frozen
 class PartStartEvent:
-    index: int = attrs.field(validator=_non_negative_int)
-    part: Part = attrs.field(validator=_instance(*_PARTS))
-    previous_part_kind: str | None = attrs.field(default=None, validator=_opt_id)
+    index: int = attrs.field(**INDEX(v1=True))
+    part: Part = attrs.field(**union(Part, "part")(v1=True))
+    previous_part_kind: str | None = attrs.field(default=None, **NAME(optional=True, known=PART_KINDS))
 
 
+@declared("part_delta", v1=True)
 @attrs.frozen
 class PartDeltaEvent:
-    index: int = attrs.field(validator=_non_negative_int)
-    delta: PartDelta = attrs.field(validator=_instance(*_DELTAS))
+    index: int = attrs.field(**INDEX(v1=True))
+    delta: PartDelta = attrs.field(**union(PartDelta, "delta")(v1=True))
 
 
+@declared("part_end", v1=True)
 @attrs.frozen
 class PartEndEvent:
-    index: int = attrs.field(validator=_non_negative_int)
-    part: Part = attrs.field(validator=_instance(*_PARTS))
-    next_part_kind: str | None = attrs.field(default=None, validator=_opt_id)
+    index: int = attrs.field(**INDEX(v1=True))
+    part: Part = attrs.field(**union(Part, "part")(v1=True))
+    next_part_kind: str | None = attrs.field(default=None, **NAME(optional=True, known=PART_KINDS))
 
 
+@declared("final_result")
 @attrs.frozen
 class FinalResultEvent:
     """The model started what may be the final result: after the first text
     of a response, or the start of an output tool call. It does not end the
     answer."""
 
-    tool_name: str | None = attrs.field(default=None, validator=_opt_str)
-    tool_call_id: str | None = attrs.field(default=None, validator=_opt_id)
+    tool_name: str | None = attrs.field(default=None, **TEXT(optional=True))
+    tool_call_id: str | None = attrs.field(default=None, **NAME(optional=True))
 
 
+@declared("tool_call")
 @attrs.frozen
 class ToolCallEvent:
     """The Harness is about to handle a tool call (pydantic-ai's
@@ -559,71 +410,67 @@ class ToolCallEvent:
     ``args_valid`` is False when the args failed validation, None when
     unknown (a call resolved by deferred results)."""
 
-    part: ToolCallPart = attrs.field(validator=_instance(ToolCallPart))
-    args_valid: bool | None = attrs.field(default=None, validator=_opt_bool)
-    output: bool = attrs.field(default=False, validator=_bool)
+    part: ToolCallPart = attrs.field(**nested(ToolCallPart)())
+    args_valid: bool | None = attrs.field(default=None, **BOOL(optional=True))
+    output: bool = attrs.field(default=False, **BOOL())
 
 
+@declared()
 @attrs.frozen
 class RetryInfo:
     """Why a tool result asks the model to try again."""
 
-    cause: str = attrs.field(validator=_id)
-    attempt: int | None = attrs.field(default=None, validator=_token_count)
-    max_retries: int | None = attrs.field(default=None, validator=_token_count)
+    cause: str = attrs.field(**NAME(known=("model_retry", "validation_error")))
+    attempt: int | None = attrs.field(default=None, **COUNT(optional=True))
+    max_retries: int | None = attrs.field(default=None, **COUNT(optional=True))
 
 
+@declared("tool_result", v1=True)
 @attrs.frozen
 class ToolResultEvent:
     """The result of a tool call (pydantic-ai's ``FunctionToolResultEvent``,
     or ``OutputToolResultEvent`` when ``output``): its ``ToolReturnPart``'s
     fields, plus ``user_content``, the event's own content for the user."""
 
-    tool_call_id: str = attrs.field(validator=_id)
-    tool_name: str = attrs.field(validator=_str)
-    outcome: ToolOutcome = attrs.field(validator=_one_of(TOOL_OUTCOMES))
-    content: ToolContent = attrs.field(default=None, validator=_tool_content)
-    tool_kind: str | None = attrs.field(default=None, validator=_opt_str)
-    metadata: JSON = attrs.field(default=None, validator=_json)
-    timestamp: datetime | None = attrs.field(default=None, converter=_fixed_offset, validator=_opt_aware)
-    retry: RetryInfo | None = attrs.field(default=None, validator=_opt_instance(RetryInfo))
-    user_content: ToolContent = attrs.field(default=None, validator=_tool_content)
-    output: bool = attrs.field(default=False, validator=_bool)
+    tool_call_id: str = attrs.field(**NAME(v1=True))
+    tool_name: str = attrs.field(**TEXT(v1=True))
+    outcome: ToolOutcome = attrs.field(**choice(ToolOutcome)(v1=_V1_OUTCOMES))
+    content: ToolContent = attrs.field(default=None, **CONTENT(always=True, v1=True))
+    tool_kind: str | None = attrs.field(default=None, **TEXT(optional=True))
+    metadata: JSON = attrs.field(default=None, **JSON_VALUE())
+    timestamp: datetime | None = attrs.field(default=None, **INSTANT(optional=True))
+    retry: RetryInfo | None = attrs.field(default=None, **nested(RetryInfo)(optional=True))
+    user_content: ToolContent = attrs.field(default=None, **CONTENT())
+    output: bool = attrs.field(default=False, **BOOL())
 
     def __attrs_post_init__(self) -> None:
         if self.output and self.user_content is not None:
             raise ValueError("ToolResultEvent.user_content belongs to function tool results, not output tool results")
 
 
+@declared("deferred_tool_requests")
 @attrs.frozen
 class DeferredToolRequestsEvent:
     """The Run stops to wait for tool calls run elsewhere (``calls``) and
     for approvals; ``metadata`` is keyed by tool call id."""
 
-    calls: tuple[ToolCallPart, ...] = attrs.field(default=(), validator=_tuple_of(ToolCallPart))
-    approvals: tuple[ToolCallPart, ...] = attrs.field(default=(), validator=_tuple_of(ToolCallPart))
-    metadata: dict[str, JSON] = attrs.field(factory=dict, validator=_object)
+    calls: tuple[ToolCallPart, ...] = attrs.field(default=(), **tuple_of(ToolCallPart)(always=True))
+    approvals: tuple[ToolCallPart, ...] = attrs.field(default=(), **tuple_of(ToolCallPart)(always=True))
+    metadata: dict[str, JSON] = attrs.field(factory=dict, **OBJECT())
 
 
+@declared("enqueued_messages")
 @attrs.frozen
 class EnqueuedMessagesEvent:
     """Messages enqueued into the Run (steering) were delivered into its
     history: pydantic-ai's JSON of the messages and parts."""
 
-    enqueue_id: str = attrs.field(validator=_id)
-    messages: list[JSON] = attrs.field(factory=list, validator=_array)
-    parts: list[JSON] = attrs.field(factory=list, validator=_array)
+    enqueue_id: str = attrs.field(**NAME())
+    messages: list[JSON] = attrs.field(factory=list, **ARRAY(always=True))
+    parts: list[JSON] = attrs.field(factory=list, **ARRAY())
 
 
-def _input_content(inst: Any, attr: attrs.Attribute, value: Any) -> None:
-    if isinstance(value, dict):
-        check_json(value, f"{type(inst).__name__}.{attr.name}")
-    elif isinstance(value, str):
-        check_text(value, f"{type(inst).__name__}.{attr.name}")
-    else:
-        raise _type_error(inst, attr, value, "str or dict")
-
-
+@declared("input", v1=True)
 @attrs.frozen
 class InputEvent:
     """An input to the Run. ``content`` is text, or a JSON object describing
@@ -631,54 +478,60 @@ class InputEvent:
     non-blank name; ``capability_id``, ``tool_call_id`` and ``tool_name``
     attribute it to what emitted it."""
 
-    input_id: str = attrs.field(validator=_id)
-    source: str = attrs.field(validator=_id)
-    content: str | dict[str, JSON] = attrs.field(validator=_input_content)
-    metadata: dict[str, JSON] | None = attrs.field(default=None, validator=_opt_object)
-    capability_id: str | None = attrs.field(default=None, validator=_opt_str)
-    tool_call_id: str | None = attrs.field(default=None, validator=_opt_str)
-    tool_name: str | None = attrs.field(default=None, validator=_opt_str)
+    input_id: str = attrs.field(**NAME(v1=True))
+    source: str = attrs.field(**NAME(known=INPUT_SOURCES, v1=INPUT_SOURCES))
+    content: str | dict[str, JSON] = attrs.field(**TEXT_OR_OBJECT(v1=True))
+    metadata: dict[str, JSON] | None = attrs.field(default=None, **OBJECT(optional=True, v1=True))
+    capability_id: str | None = attrs.field(default=None, **TEXT(optional=True))
+    tool_call_id: str | None = attrs.field(default=None, **TEXT(optional=True))
+    tool_name: str | None = attrs.field(default=None, **TEXT(optional=True))
 
 
+@declared("capability")
 @attrs.frozen
 class CapabilityEvent:
     """An event a capability emitted (a file edit applied, a shell status, a
     context summary, ...), other than an input: its namespaced ``kind``, its
     attribution and the JSON of its own fields."""
 
-    kind: str = attrs.field(validator=_id)
-    capability_id: str | None = attrs.field(default=None, validator=_opt_str)
-    tool_call_id: str | None = attrs.field(default=None, validator=_opt_str)
-    tool_name: str | None = attrs.field(default=None, validator=_opt_str)
-    data: dict[str, JSON] = attrs.field(factory=dict, validator=_object)
+    kind: str = attrs.field(**NAME(known=("a13n.shell.status", "a13n.filesystem.edit_applied",
+                                          "a13n.context.handoff_summary", "a13n.context.restored",
+                                          "a13n.context.compaction_summary")))
+    capability_id: str | None = attrs.field(default=None, **TEXT(optional=True))
+    tool_call_id: str | None = attrs.field(default=None, **TEXT(optional=True))
+    tool_name: str | None = attrs.field(default=None, **TEXT(optional=True))
+    data: dict[str, JSON] = attrs.field(factory=dict, **OBJECT(always=True))
 
 
+@declared("extension", v1=True)
 @attrs.frozen
 class ExtensionEvent:
     """A Harness extension event. ``kind`` is one of EXTENSION_KINDS or any
     other non-blank name."""
 
-    kind: str = attrs.field(validator=_id)
-    schema_version: str = attrs.field(validator=_str)
-    payload: JSON = attrs.field(default=None, validator=_json)
+    kind: str = attrs.field(**NAME(known=EXTENSION_KINDS, v1=EXTENSION_KINDS))
+    schema_version: str = attrs.field(**TEXT(v1=True))
+    payload: JSON = attrs.field(default=None, **JSON_VALUE(always=True, v1=True))
 
 
+@declared("observation", v1=True)
 @attrs.frozen
 class ObservationEvent:
     """Any other public observation, named by whoever made it."""
 
-    name: str = attrs.field(validator=_id)
-    value: JSON = attrs.field(default=None, validator=_json)
+    name: str = attrs.field(**NAME(v1=True))
+    value: JSON = attrs.field(default=None, **JSON_VALUE(always=True, v1=True))
 
 
+@declared("unknown")
 @attrs.frozen
 class UnknownEvent:
     """An event of a class this release does not model (a deferred-results
     event, a realtime session event, a future event): its ``event_kind`` and
     the JSON of its other fields, kept whole."""
 
-    event_kind: str = attrs.field(validator=_id)
-    data: dict[str, JSON] = attrs.field(factory=dict, validator=_object)
+    event_kind: str = attrs.field(**NAME(known=("deferred_tool_results", "custom")))
+    data: dict[str, JSON] = attrs.field(factory=dict, **OBJECT(always=True))
 
 
 Payload = (
@@ -686,51 +539,51 @@ Payload = (
     | DeferredToolRequestsEvent | EnqueuedMessagesEvent | InputEvent | CapabilityEvent | ExtensionEvent
     | ObservationEvent | UnknownEvent
 )
-_PAYLOADS = (
-    PartStartEvent, PartDeltaEvent, PartEndEvent, FinalResultEvent, ToolCallEvent, ToolResultEvent,
-    DeferredToolRequestsEvent, EnqueuedMessagesEvent, InputEvent, CapabilityEvent, ExtensionEvent, ObservationEvent,
-    UnknownEvent,
-)
 
 
 # -- the run result -----------------------------------------------------------------
 
+@declared(v1=True)
 @attrs.frozen
 class Usage:
     """Token and cost counts of a Run. Every field is optional; a13n-harness
     fills all but ``reasoning_tokens``. ``audio_seconds`` and ``cost`` are
     decimal numbers written as text, kept exactly."""
 
-    input_tokens: int | None = attrs.field(default=None, validator=_token_count)
-    output_tokens: int | None = attrs.field(default=None, validator=_token_count)
-    cache_read_tokens: int | None = attrs.field(default=None, validator=_token_count)
-    reasoning_tokens: int | None = attrs.field(default=None, validator=_token_count)
-    cache_write_tokens: int | None = attrs.field(default=None, validator=_token_count)
-    input_audio_tokens: int | None = attrs.field(default=None, validator=_token_count)
-    cache_audio_read_tokens: int | None = attrs.field(default=None, validator=_token_count)
-    output_audio_tokens: int | None = attrs.field(default=None, validator=_token_count)
-    audio_seconds: str | None = attrs.field(default=None, validator=_opt_decimal)
-    cost: str | None = attrs.field(default=None, validator=_opt_decimal)
-    details: dict[str, int] | None = attrs.field(default=None, validator=_opt_counts)
-    requests: int | None = attrs.field(default=None, validator=_token_count)
-    tool_calls: int | None = attrs.field(default=None, validator=_token_count)
-    provider_receipts: int | None = attrs.field(default=None, validator=_token_count)
-    unknown_cost_records: int | None = attrs.field(default=None, validator=_token_count)
-    incomplete_requests: int | None = attrs.field(default=None, validator=_token_count)
-    model_usage_coverage: str | None = attrs.field(default=None, validator=_opt_id)
+    input_tokens: int | None = attrs.field(default=None, **COUNT(optional=True, v1=True))
+    output_tokens: int | None = attrs.field(default=None, **COUNT(optional=True, v1=True))
+    cache_read_tokens: int | None = attrs.field(default=None, **COUNT(optional=True, v1=True))
+    reasoning_tokens: int | None = attrs.field(default=None, **COUNT(optional=True, v1=True))
+    cache_write_tokens: int | None = attrs.field(default=None, **COUNT(optional=True))
+    input_audio_tokens: int | None = attrs.field(default=None, **COUNT(optional=True))
+    cache_audio_read_tokens: int | None = attrs.field(default=None, **COUNT(optional=True))
+    output_audio_tokens: int | None = attrs.field(default=None, **COUNT(optional=True))
+    audio_seconds: str | None = attrs.field(default=None, **DECIMAL(optional=True))
+    cost: str | None = attrs.field(default=None, **DECIMAL(optional=True))
+    details: dict[str, int] | None = attrs.field(default=None, **COUNTS(optional=True))
+    requests: int | None = attrs.field(default=None, **COUNT(optional=True))
+    tool_calls: int | None = attrs.field(default=None, **COUNT(optional=True))
+    provider_receipts: int | None = attrs.field(default=None, **COUNT(optional=True))
+    unknown_cost_records: int | None = attrs.field(default=None, **COUNT(optional=True))
+    incomplete_requests: int | None = attrs.field(default=None, **COUNT(optional=True))
+    model_usage_coverage: str | None = attrs.field(default=None, **NAME(optional=True,
+                                                                       known=("all", "responses_only")))
 
 
+@declared(v1=True)
 @attrs.frozen
 class Failure:
     """Why a Run failed. ``details`` is safe JSON; ``retry_hint`` says what
     a retry needs (a13n-harness: none, new_run, dependency_change)."""
 
-    code: str = attrs.field(validator=_id)
-    message: str = attrs.field(validator=_str)
-    details: dict[str, JSON] | None = attrs.field(default=None, validator=_opt_object)
-    retry_hint: str | None = attrs.field(default=None, validator=_opt_id)
+    code: str = attrs.field(**NAME(v1=True))
+    message: str = attrs.field(**TEXT(v1=True))
+    details: dict[str, JSON] | None = attrs.field(default=None, **OBJECT(optional=True))
+    retry_hint: str | None = attrs.field(default=None, **NAME(optional=True,
+                                                             known=("none", "new_run", "dependency_change")))
 
 
+@declared(v1=True)
 @attrs.frozen
 class DeferredToolCall:
     """A tool call (or an approval of one) that the suspended Run waits for.
@@ -742,12 +595,12 @@ class DeferredToolCall:
     ``target_identity`` names the tool that runs it (``tool/<capability>/<name>``).
     """
 
-    tool_call_id: str = attrs.field(validator=_id)
-    tool_name: str = attrs.field(validator=_str)
-    args: str | dict[str, JSON] | None = attrs.field(default=None, validator=_args)
-    target_identity: str | None = attrs.field(default=None, validator=_opt_str)
-    target_call: ToolCallPart | None = attrs.field(default=None, validator=_opt_instance(ToolCallPart))
-    model_call: ToolCallPart | None = attrs.field(default=None, validator=_opt_instance(ToolCallPart))
+    tool_call_id: str = attrs.field(**NAME(v1=True))
+    tool_name: str = attrs.field(**TEXT(v1=True))
+    args: str | dict[str, JSON] | None = attrs.field(default=None, **ARGS(optional=True, v1=True))
+    target_identity: str | None = attrs.field(default=None, **TEXT(optional=True))
+    target_call: ToolCallPart | None = attrs.field(default=None, **nested(ToolCallPart)(optional=True))
+    model_call: ToolCallPart | None = attrs.field(default=None, **nested(ToolCallPart)(optional=True))
 
     def __attrs_post_init__(self) -> None:
         target = self.target_call
@@ -761,29 +614,38 @@ class DeferredToolCall:
         return self.model_call.tool_call_id if self.model_call is not None else self.tool_call_id
 
 
-def _unique_ids(inst: Any, attr: attrs.Attribute, value: Any) -> None:
-    _tuple_of(DeferredToolCall)(inst, attr, value)
+_deferred_calls = tuple_of(DeferredToolCall).check
+
+
+def _unique_calls(inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
+    _deferred_calls(inst, attr, value)
     ids = [c.tool_call_id for c in value]
     if len(set(ids)) != len(ids):
-        raise ValueError(f"Deferred.{attr.name} names a tool call id more than once: {ids}")
+        raise ValueError(f"{type(inst).__name__}.{attr.name} names a tool call id more than once: {ids}")
 
 
+UNIQUE_CALLS = tuple_of(DeferredToolCall, _unique_calls)
+"""Deferred tool calls, no tool call id twice."""
+
+
+@declared(v1=True)
 @attrs.frozen
 class Deferred:
     """What a suspended Run waits for. ``metadata`` is keyed by tool call id."""
 
-    calls: tuple[DeferredToolCall, ...] = attrs.field(default=(), validator=_unique_ids)
-    approvals: tuple[DeferredToolCall, ...] = attrs.field(default=(), validator=_unique_ids)
-    metadata: dict[str, JSON] | None = attrs.field(default=None, validator=_opt_object)
+    calls: tuple[DeferredToolCall, ...] = attrs.field(default=(), **UNIQUE_CALLS(always=True, v1=True))
+    approvals: tuple[DeferredToolCall, ...] = attrs.field(default=(), **UNIQUE_CALLS(always=True, v1=True))
+    metadata: dict[str, JSON] | None = attrs.field(default=None, **OBJECT(optional=True))
 
 
+@declared()
 @attrs.frozen
 class MessageHistory:
     """The model messages of a Thread at the end of a Run (pydantic-ai's JSON
     of each message); the Run's own messages start at ``new_message_index``."""
 
-    messages: list[JSON] = attrs.field(validator=_array)
-    new_message_index: int = attrs.field(default=0, validator=_non_negative_int)
+    messages: list[JSON] = attrs.field(**ARRAY())
+    new_message_index: int = attrs.field(default=0, **INDEX(always=True))
 
     def __attrs_post_init__(self) -> None:
         if self.new_message_index > len(self.messages):
@@ -791,6 +653,7 @@ class MessageHistory:
                              f"{len(self.messages)} messages")
 
 
+@declared(v1=True)
 @attrs.frozen
 class RunResult:
     """The outcome of a Run. ``output`` belongs to completed Runs only,
@@ -799,15 +662,15 @@ class RunResult:
     continuation state as JSON, ``usage_records`` its usage records as JSON,
     ``history`` the Thread's model messages."""
 
-    status: RunStatus = attrs.field(validator=_one_of(RUN_STATUSES))
-    output: JSON = attrs.field(default=None, validator=_json)
-    usage: Usage | None = attrs.field(default=None, validator=_opt_instance(Usage))
-    failure: Failure | None = attrs.field(default=None, validator=_opt_instance(Failure))
-    deferred: Deferred | None = attrs.field(default=None, validator=_opt_instance(Deferred))
-    suspend_reason: str | None = attrs.field(default=None, validator=_opt_id)
-    state: dict[str, JSON] | None = attrs.field(default=None, validator=_opt_object)
-    usage_records: list[JSON] | None = attrs.field(default=None, validator=_opt_array)
-    history: MessageHistory | None = attrs.field(default=None, validator=_opt_instance(MessageHistory))
+    status: RunStatus = attrs.field(**choice(RunStatus)(v1=True))
+    output: JSON = attrs.field(default=None, **JSON_VALUE(v1=True))
+    usage: Usage | None = attrs.field(default=None, **nested(Usage)(optional=True, v1=True))
+    failure: Failure | None = attrs.field(default=None, **nested(Failure)(optional=True, v1=True))
+    deferred: Deferred | None = attrs.field(default=None, **nested(Deferred)(optional=True, v1=True))
+    suspend_reason: str | None = attrs.field(default=None, **NAME(optional=True, known=("deferred",)))
+    state: dict[str, JSON] | None = attrs.field(default=None, **OBJECT(optional=True))
+    usage_records: list[JSON] | None = attrs.field(default=None, **ARRAY(optional=True))
+    history: MessageHistory | None = attrs.field(default=None, **nested(MessageHistory)(optional=True))
 
     def __attrs_post_init__(self) -> None:
         status = self.status
@@ -827,26 +690,57 @@ class RunResult:
 
 # -- envelopes ---------------------------------------------------------------------
 
+@declared("event", v1=True, tag_key="kind")
 @attrs.frozen
 class HarnessEvent:
     """One public item of a Run's stream, other than the terminal result."""
 
-    thread_id: str = attrs.field(validator=_id)
-    run_id: str = attrs.field(validator=_id)
-    sequence: int = attrs.field(validator=_sequence)
-    occurred_at: datetime = attrs.field(converter=_fixed_offset, validator=_aware)
-    event: Payload = attrs.field(validator=_instance(*_PAYLOADS))
+    thread_id: str = attrs.field(**NAME(v1=True))
+    run_id: str = attrs.field(**NAME(v1=True))
+    sequence: int = attrs.field(**COUNT(v1=True))
+    occurred_at: datetime = attrs.field(**INSTANT(v1=True))
+    event: Payload = attrs.field(**union(Payload, "payload")(v1=True))
 
 
+@declared("result", v1=True, tag_key="kind")
 @attrs.frozen
 class HarnessRunResultEvent:
     """The sole terminal item of a Run."""
 
-    thread_id: str = attrs.field(validator=_id)
-    run_id: str = attrs.field(validator=_id)
-    sequence: int = attrs.field(validator=_sequence)
-    occurred_at: datetime = attrs.field(converter=_fixed_offset, validator=_aware)
-    result: RunResult = attrs.field(validator=_instance(RunResult))
+    thread_id: str = attrs.field(**NAME(v1=True))
+    run_id: str = attrs.field(**NAME(v1=True))
+    sequence: int = attrs.field(**COUNT(v1=True))
+    occurred_at: datetime = attrs.field(**INSTANT(v1=True))
+    result: RunResult = attrs.field(**nested(RunResult)(v1=True))
 
 
 HarnessStreamEvent = HarnessEvent | HarnessRunResultEvent
+
+
+def describe_wrong_item(value: Any) -> str:
+    """Why ``value`` is not a source item, and what to do instead: the text
+    of the TypeError that ``observe()``, ``resume()`` and the journals raise
+    for it. An a13n-harness item (same class name, another class) is told to
+    go through ``harness_agui.a13n.from_a13n``; a wire line or its JSON
+    object through the wire codec; a bare payload or run result into its
+    envelope."""
+    kind = type(value)
+    got = f"{kind.__module__}.{kind.__qualname__}" if kind.__module__ != "builtins" else kind.__name__
+    expected = "expected a harness_agui HarnessEvent or HarnessRunResultEvent"
+    module = kind.__module__ or ""
+    if module.split(".")[0] in ("a13n_harness", "pydantic_ai") or kind.__name__ in (
+            "HarnessEvent", "HarnessRunResultEvent"):
+        return (f"{expected}, not {got}: convert an a13n-harness stream item first with "
+                "harness_agui.a13n.from_a13n(item)")
+    if isinstance(value, (str, bytes, bytearray)):
+        return f"{expected}, not {kind.__name__}: decode a wire line first with harness_agui.wire.codec.decode(line)"
+    if isinstance(value, dict):
+        return (f"{expected}, not dict: read a wire JSON object first with "
+                "harness_agui.wire.codec.from_json(data)")
+    if isinstance(value, typing.get_args(Payload)):
+        return (f"{expected}, not a bare {kind.__name__}: wrap a payload in a HarnessEvent(thread_id, run_id, "
+                "sequence, occurred_at, event)")
+    if isinstance(value, RunResult):
+        return (f"{expected}, not a bare RunResult: wrap it in a HarnessRunResultEvent(thread_id, run_id, "
+                "sequence, occurred_at, result)")
+    return f"{expected}, not {got}"

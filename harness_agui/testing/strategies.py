@@ -40,6 +40,7 @@ except ModuleNotFoundError as e:  # pragma: no cover - depends on the environmen
 
 import functools
 import json
+import typing
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta, timezone
 from itertools import pairwise
@@ -56,12 +57,15 @@ from ..core.errors import (
     SequenceGapError,
     SequenceOrderError,
 )
+from ..core.fields import MAX_JSON_INT, field_spec
 from ..core.source import (
     EXTENSION_KINDS,
     INPUT_SOURCES,
+    MAX_SEQUENCE,
     PART_KINDS,
     RUN_STATUSES,
     TOOL_OUTCOMES,
+    UNIQUE_CALLS,
     BinaryContent,
     BuiltinToolReturnPart,
     CapabilityEvent,
@@ -87,7 +91,6 @@ from ..core.source import (
     PartEndEvent,
     PartStartEvent,
     Payload,
-    RetryInfo,
     RunResult,
     TextPart,
     TextPartDelta,
@@ -115,6 +118,7 @@ __all__ = [
     "payloads",
     "run_results",
     "source_items",
+    "source_values",
     "histories",
     "complete_histories",
     "live_histories",
@@ -192,98 +196,128 @@ def _pick(draw: Draw, options: Sequence[Any]) -> Any:
 # -- single source values ----------------------------------------------------------------------
 # Every form of every source value, each optional field set or not, for
 # round-trip properties (wire format, a13n adapter) rather than for histories:
-# these values need not form a valid Run.
+# these values need not form a valid Run. They are drawn from the classes'
+# declarations (``core.fields``): each field's kind gives its strategy, an
+# optional field may be None, a closed vocabulary is sampled, an open one
+# gives its known names or any other; only the rules that tie fields together
+# (a consistent run result, a deferred call's target, an output tool result
+# without user content, a content list with a binary or media item) are
+# written out below.
 
 _OPT_TEXT = st.none() | st.text(_CHARS, max_size=8)
 _OPT_NAME = st.none() | _NAMES
 _DETAILS = st.none() | json_objects(max_size=2)
 _ARRAYS = st.lists(json_values(max_leaves=3), max_size=3)
-_OPT_ARRAYS = st.none() | _ARRAYS
-_MEDIA_TYPES = st.sampled_from(("image/png", "image/jpeg", "audio/wav", "application/pdf", "text/plain"))
 _AWARE = st.datetimes(min_value=datetime(1970, 1, 2), max_value=datetime(2200, 1, 1),
                       timezones=st.sampled_from(_ZONES))
-_OUTCOMES: st.SearchStrategy[Any] = st.sampled_from(TOOL_OUTCOMES)
-_COUNTS = st.none() | st.integers(0, 2**53 - 1)
-_DECIMALS = st.none() | st.decimals(allow_nan=False, allow_infinity=False, places=6,
-                                    min_value=-(10**9), max_value=10**9).map(str)
-
+_DECIMALS = st.decimals(allow_nan=False, allow_infinity=False, places=6, min_value=-(10**9),
+                        max_value=10**9).map(str)
 
 @functools.cache
 def binary_contents() -> st.SearchStrategy[BinaryContent]:
     """Binary content: any bytes (empty too), a media type, maybe an
     identifier and vendor metadata."""
-    return st.builds(BinaryContent, data=st.binary(max_size=48), media_type=_MEDIA_TYPES, identifier=_OPT_NAME,
-                     vendor_metadata=_DETAILS)
+    return source_values(BinaryContent)
 
 
 @functools.cache
 def media_contents() -> st.SearchStrategy[MediaContent]:
     """Other multimodal items: the pydantic-ai kinds and unknown ones."""
-    kinds = st.sampled_from(("image-url", "audio-url", "document-url", "video-url", "uploaded-file", "cache-point"))
-    return st.builds(MediaContent, kind=kinds | _NAMES, data=json_objects(max_size=3))
+    return source_values(MediaContent)
+
+
+@functools.cache
+def _content_list_items() -> st.SearchStrategy[tuple[Any, ...]]:
+    rich = binary_contents() | media_contents()
+    items = st.lists(json_values(max_leaves=2) | rich, max_size=2)
+    return st.tuples(items, rich, items).map(lambda t: (*t[0], t[1], *t[2]))
 
 
 @functools.cache
 def tool_contents() -> st.SearchStrategy[ToolContent]:
     """Tool content of every form: JSON (lists included), a binary or media
     item, and lists mixing JSON with at least one binary or media item."""
-    rich = binary_contents() | media_contents()
-    items = st.lists(json_values(max_leaves=2) | rich, max_size=2)
-    lists = st.tuples(items, rich, items).map(lambda t: ContentList(items=(*t[0], t[1], *t[2])))
-    return json_values() | rich | lists
+    return json_values() | binary_contents() | media_contents() | _content_list_items().map(
+        lambda items: ContentList(items=items))
+
+
+# The strategy of each kind of field (``core.fields``), for a value that is not None.
+_BY_KIND: dict[str, Callable[[Any], st.SearchStrategy[Any]]] = {
+    "text": lambda spec: st.text(_CHARS, max_size=12),
+    "name": lambda spec: (st.sampled_from(spec.known) | _NAMES) if spec.known else _NAMES,
+    "decimal": lambda spec: _DECIMALS,
+    "index": lambda spec: st.integers(0, 2**31),
+    "count": lambda spec: st.integers(0, MAX_JSON_INT),
+    "bool": lambda spec: _BOOLS,
+    "json": lambda spec: json_values(),
+    "object": lambda spec: json_objects(max_size=3),
+    "array": lambda spec: _ARRAYS,
+    "args": lambda spec: st.text(_CHARS, max_size=16) | json_objects(),
+    "text_or_object": lambda spec: _CONTENT | json_objects(),
+    "counts": lambda spec: st.dictionaries(_SHORT, st.integers(0, 10**6), max_size=2),
+    "instant": lambda spec: _AWARE,
+    "bytes": lambda spec: st.binary(max_size=48),
+    "choice": lambda spec: st.sampled_from(spec.kind.choices),
+    "nested": lambda spec: source_values(spec.kind.cls),
+    "part": lambda spec: st.one_of(*map(source_values, spec.kind.members)),
+    "delta": lambda spec: st.one_of(*map(source_values, spec.kind.members)),
+    "payload": lambda spec: st.one_of(*map(source_values, spec.kind.members)),
+    "content": lambda spec: tool_contents(),
+    "items": lambda spec: _content_list_items(),
+}
+
+
+def _field_values(a: attrs.Attribute[Any]) -> st.SearchStrategy[Any]:
+    spec = field_spec(a)
+    if spec.kind.name == "tuple":
+        unique = {"unique_by": lambda c: c.tool_call_id} if spec.kind is UNIQUE_CALLS else {}
+        values = st.lists(source_values(spec.kind.cls), max_size=2, **unique).map(tuple)  # type: ignore[arg-type]
+    else:
+        values = _BY_KIND[spec.kind.name](spec)
+    return st.none() | values if spec.optional or spec.may_omit else values
+
+
+@functools.cache
+def _declared_values(cls: type) -> st.SearchStrategy[Any]:
+    return st.builds(cls, **{a.name: _field_values(a) for a in attrs.fields(cls)})
+
+
+def source_values(cls: type, **fields: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """Values of a class of the source model, every field drawn from its
+    declaration (``fields`` replaces the strategy of the fields it names).
+    Classes whose fields depend on each other (ToolResultEvent, DeferredToolCall,
+    MessageHistory, RunResult, ContentList) keep their rules."""
+    if fields:
+        return st.builds(cls, **{a.name: fields[a.name] if a.name in fields else _field_values(a)
+                                 for a in attrs.fields(cls)})
+    special = _SPECIAL.get(cls)
+    return special() if special is not None else _declared_values(cls)
 
 
 def _tool_call_parts(builtin: st.SearchStrategy[bool] = _BOOLS) -> st.SearchStrategy[ToolCallPart]:
-    args = st.none() | st.text(_CHARS, max_size=16) | json_objects()
-    return st.builds(ToolCallPart, tool_name=st.text(_CHARS, max_size=8), args=args, tool_call_id=_NAMES,
-                     tool_kind=_OPT_NAME, id=_OPT_NAME, provider_name=_OPT_TEXT, provider_details=_DETAILS,
-                     builtin=builtin)
+    return source_values(ToolCallPart, builtin=builtin)
 
 
 @functools.cache
 def _start_only_parts() -> dict[type, st.SearchStrategy[Part]]:
-    return {
-        BuiltinToolReturnPart: st.builds(
-            BuiltinToolReturnPart, tool_name=_SHORT, content=tool_contents(), tool_call_id=_NAMES,
-            tool_kind=_OPT_NAME, metadata=json_values(max_leaves=3), timestamp=st.none() | _AWARE,
-            outcome=_OUTCOMES, provider_name=_OPT_TEXT, provider_details=_DETAILS),
-        FilePart: st.builds(FilePart, content=binary_contents(), id=_OPT_NAME, provider_name=_OPT_TEXT,
-                            provider_details=_DETAILS),
-        UnknownPart: st.builds(UnknownPart, part_kind=st.sampled_from(("speech", "compaction", "tool-search-call"))
-                               | _NAMES, data=json_objects(max_size=3)),
-    }
+    return {cls: source_values(cls) for cls in (BuiltinToolReturnPart, FilePart, UnknownPart)}
 
 
-_UNKNOWN_DELTAS = st.builds(UnknownDelta, part_delta_kind=st.just("speech") | _NAMES, data=json_objects(max_size=3))
+_UNKNOWN_DELTAS = st.deferred(lambda: source_values(UnknownDelta))
 
 
 @functools.cache
 def parts() -> st.SearchStrategy[Part]:
     """Every part: text, thinking, tool call (builtin or not), builtin tool
     return, file, and parts of kinds this release does not model."""
-    return st.one_of(
-        st.builds(TextPart, content=_CONTENT, id=_OPT_NAME, provider_name=_OPT_TEXT, provider_details=_DETAILS,
-                  citations=_OPT_ARRAYS),
-        st.builds(ThinkingPart, content=_CONTENT, id=_OPT_NAME, signature=_OPT_TEXT, provider_name=_OPT_TEXT,
-                  provider_details=_DETAILS),
-        _tool_call_parts(),
-        *_start_only_parts().values(),
-    )
+    return st.one_of(*map(source_values, typing.get_args(Part)))
 
 
 @functools.cache
 def deltas() -> st.SearchStrategy[PartDelta]:
     """Every delta, including signature-only thinking deltas and deltas of
     kinds this release does not model."""
-    return st.one_of(
-        st.builds(TextPartDelta, content_delta=_CONTENT, provider_name=_OPT_TEXT, provider_details=_DETAILS,
-                  citations_delta=_OPT_ARRAYS),
-        st.builds(ThinkingPartDelta, content_delta=_OPT_TEXT, signature_delta=_OPT_TEXT, provider_name=_OPT_TEXT,
-                  provider_details=_DETAILS),
-        st.builds(ToolCallPartDelta, tool_name_delta=_OPT_TEXT, args_delta=st.none() | _SHORT | json_objects(),
-                  tool_call_id=_OPT_NAME, provider_name=_OPT_TEXT, provider_details=_DETAILS),
-        _UNKNOWN_DELTAS,
-    )
+    return st.one_of(*map(source_values, typing.get_args(PartDelta)))
 
 
 _PART_KIND_NAMES = st.none() | st.sampled_from(PART_KINDS) | _NAMES
@@ -292,12 +326,8 @@ _PART_KIND_NAMES = st.none() | st.sampled_from(PART_KINDS) | _NAMES
 @st.composite
 def _tool_results(draw: Draw) -> ToolResultEvent:
     output = draw(_BOOLS)
-    retry = draw(st.none() | st.builds(RetryInfo, cause=st.sampled_from(("model_retry", "validation_error")) | _NAMES,
-                                       attempt=_COUNTS, max_retries=_COUNTS))
-    return ToolResultEvent(
-        tool_call_id=draw(_NAMES), tool_name=draw(_SHORT), outcome=draw(_OUTCOMES), content=draw(tool_contents()),
-        tool_kind=draw(_OPT_NAME), metadata=draw(json_values(max_leaves=3)), timestamp=draw(st.none() | _AWARE),
-        retry=retry, user_content=None if output else draw(st.none() | tool_contents()), output=output)
+    return draw(source_values(ToolResultEvent, output=st.just(output),
+                              user_content=st.none() if output else st.none() | tool_contents()))
 
 
 @functools.cache
@@ -305,28 +335,7 @@ def payloads() -> st.SearchStrategy[Payload]:
     """Every payload form with every optional field set or not, unknown
     kinds (event, capability, part, delta, extension kind, input source)
     and binary content included."""
-    ids = _NAMES
-    return st.one_of(
-        st.builds(PartStartEvent, index=st.integers(0, 2**31), part=parts(), previous_part_kind=_PART_KIND_NAMES),
-        st.builds(PartDeltaEvent, index=st.integers(0, 2**31), delta=deltas()),
-        st.builds(PartEndEvent, index=st.integers(0, 2**31), part=parts(), next_part_kind=_PART_KIND_NAMES),
-        st.builds(FinalResultEvent, tool_name=_OPT_TEXT, tool_call_id=_OPT_NAME),
-        st.builds(ToolCallEvent, part=_tool_call_parts(), args_valid=st.none() | _BOOLS, output=_BOOLS),
-        _tool_results(),
-        st.builds(DeferredToolRequestsEvent, calls=st.lists(_tool_call_parts(), max_size=2).map(tuple),
-                  approvals=st.lists(_tool_call_parts(), max_size=2).map(tuple), metadata=json_objects(max_size=2)),
-        st.builds(EnqueuedMessagesEvent, enqueue_id=ids, messages=_ARRAYS, parts=_ARRAYS),
-        st.builds(InputEvent, input_id=ids, source=st.sampled_from(INPUT_SOURCES) | _NAMES,
-                  content=_CONTENT | json_objects(), metadata=_DETAILS, capability_id=_OPT_NAME,
-                  tool_call_id=_OPT_NAME, tool_name=_OPT_TEXT),
-        st.builds(CapabilityEvent, kind=st.sampled_from(("a13n.shell.status", "a13n.filesystem.edit_applied")) | ids,
-                  capability_id=_OPT_NAME, tool_call_id=_OPT_NAME, tool_name=_OPT_TEXT, data=json_objects()),
-        st.builds(ExtensionEvent, kind=st.sampled_from(EXTENSION_KINDS) | ids, schema_version=_SHORT,
-                  payload=json_values()),
-        st.builds(ObservationEvent, name=ids, value=json_values()),
-        st.builds(UnknownEvent, event_kind=st.sampled_from(("deferred_tool_results", "custom")) | ids,
-                  data=json_objects()),
-    )
+    return st.one_of(*map(source_values, typing.get_args(Payload)))
 
 
 @st.composite
@@ -338,56 +347,55 @@ def _deferred_calls(draw: Draw) -> DeferredToolCall:
                             model_call=draw(st.none() | _tool_call_parts(st.just(False))))
 
 
-_FULL_USAGES = st.none() | st.builds(
-    Usage, input_tokens=_COUNTS, output_tokens=_COUNTS, cache_read_tokens=_COUNTS, reasoning_tokens=_COUNTS,
-    cache_write_tokens=_COUNTS, input_audio_tokens=_COUNTS, cache_audio_read_tokens=_COUNTS,
-    output_audio_tokens=_COUNTS, audio_seconds=_DECIMALS, cost=_DECIMALS,
-    details=st.none() | st.dictionaries(_SHORT, st.integers(0, 10**6), max_size=2), requests=_COUNTS,
-    tool_calls=_COUNTS, provider_receipts=_COUNTS, unknown_cost_records=_COUNTS, incomplete_requests=_COUNTS,
-    model_usage_coverage=st.none() | st.sampled_from(("all", "responses_only")))
+@st.composite
+def _histories_of_messages(draw: Draw) -> MessageHistory:
+    messages: list[JSON] = draw(st.lists(json_objects(max_size=2), max_size=3))
+    return MessageHistory(messages=messages, new_message_index=draw(st.integers(0, len(messages))))
 
 
 @st.composite
 def _run_results(draw: Draw) -> RunResult:
     status = draw(st.sampled_from(RUN_STATUSES))
     common: dict[str, Any] = {
-        "usage": draw(_FULL_USAGES),
+        "usage": draw(st.none() | source_values(Usage)),
         "state": draw(st.none() | json_objects(max_size=3)),
-        "usage_records": draw(_OPT_ARRAYS),
-        "history": draw(st.none() | st.lists(json_objects(max_size=2), max_size=3).flatmap(
-            lambda messages: st.builds(MessageHistory, st.just(messages), st.integers(0, len(messages))))),
+        "usage_records": draw(st.none() | _ARRAYS),
+        "history": draw(st.none() | source_values(MessageHistory)),
     }
     if status == "completed":
         return RunResult(status="completed", output=draw(json_values()), **common)
     if status == "failed":
-        failure = Failure(code=draw(_NAMES), message=draw(_CONTENT), details=draw(_DETAILS),
-                          retry_hint=draw(st.none() | st.sampled_from(("none", "new_run", "dependency_change"))))
-        return RunResult(status="failed", failure=failure, **common)
+        return RunResult(status="failed", failure=draw(source_values(Failure)), **common)
     if status == "cancelled":
         return RunResult(status="cancelled", **common)
-    unique = st.lists(_deferred_calls(), max_size=2, unique_by=lambda c: c.tool_call_id).map(tuple)
-    calls, approvals = draw(unique), draw(unique)
-    if not (calls or approvals):
-        calls = (draw(_deferred_calls()),)
-    deferred = Deferred(calls=calls, approvals=approvals, metadata=draw(_DETAILS))
+    deferred = draw(source_values(Deferred).filter(lambda d: bool(d.calls or d.approvals)))
     return RunResult(status="suspended", deferred=deferred, suspend_reason=draw(st.none() | st.just("deferred")),
                      **common)
+
+
+_SPECIAL: dict[type, Callable[[], st.SearchStrategy[Any]]] = {
+    ToolResultEvent: _tool_results,
+    DeferredToolCall: _deferred_calls,
+    MessageHistory: _histories_of_messages,
+    RunResult: _run_results,
+    ContentList: lambda: _content_list_items().map(lambda items: ContentList(items=items)),
+}
 
 
 @functools.cache
 def run_results() -> st.SearchStrategy[RunResult]:
     """Run results of every status with every field set or not (deferred
     calls with and without their full target and model calls)."""
-    return _run_results()
+    return source_values(RunResult)
 
 
 @functools.cache
 def source_items() -> st.SearchStrategy[HarnessStreamEvent]:
     """Single source items of every form (``payloads()`` in an envelope, or
     a terminal ``run_results()``), with any correlation: not a Run's history."""
-    envelope = {"thread_id": _NAMES, "run_id": _NAMES, "sequence": st.integers(0, 2**53 - 1), "occurred_at": _AWARE}
-    return st.builds(HarnessEvent, event=payloads(), **envelope) | st.builds(
-        HarnessRunResultEvent, result=run_results(), **envelope)
+    envelope = {"thread_id": _NAMES, "run_id": _NAMES, "sequence": st.integers(0, MAX_SEQUENCE),
+                "occurred_at": _AWARE}
+    return source_values(HarnessEvent, **envelope) | source_values(HarnessRunResultEvent, **envelope)
 
 
 # -- valid histories ------------------------------------------------------------------------

@@ -1,11 +1,13 @@
 # The wire format: one source item per JSON line, versioned by "v".
 #
 # Encoding is a straight walk over the frozen source values, driven by the
-# field table of ``core.jsonform`` (field names are the attrs field names);
-# decoding is the reverse walk over the same table with a strict reader that
-# names the line and the field at fault. Nothing is skipped: an unknown version, kind, payload type or field
-# is an error unless the caller supplied a migration for that version, which
-# turns the older JSON object into a current one before it is read. Being
+# field table of ``core.jsonform``, which is derived from the source model's
+# declarations (field names are the attrs field names, the envelope's "kind"
+# is its tag); decoding is the reverse walk over the same table with a
+# strict reader that names the line and the field at fault. Nothing is
+# skipped: an unknown version, kind, payload type or field is an error
+# unless the caller supplied a migration for that version, which turns the
+# older JSON object into a current one before it is read. Being
 # strict about unknown fields is what makes "v" meaningful: a writer that adds
 # a field bumps the version and ships a migration, so a typo in a journal
 # (``"signatur"``) can never drop data quietly.
@@ -18,11 +20,15 @@
 # binary content as base64 beside its media type and size. Every version 1
 # line is also a version 2 line with the same meaning, so the migration from
 # version 1, registered by default, checks that the line uses only what
-# version 1 had and relabels it.
+# version 1 had (the classes, fields and words the source model declares
+# ``v1``) and relabels it. A migration gets its own copy of the line's
+# object, made without recursion, so a line nested as deep as the JSON
+# parser reads fails where a current line would: in the source model, with
+# the error naming the field.
 #
 # Lines are UTF-8 text with non-ASCII characters kept as they are. The
 # decoder enforces no limit of its own: the limits (text without lone
-# surrogates, JSON nested at most 128 levels, integers of at most 4000
+# surrogates, JSON nested at most 240 levels, integers of at most 4000
 # digits, sequences up to 2**53 - 1, instants that exist in UTC) belong to
 # the source model, whose constructors the decoder calls, so a line is
 # refused exactly when the value it describes would be, with a DecodeError
@@ -38,7 +44,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import copy
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -50,14 +55,11 @@ from ..core import _json
 from ..core.errors import HarnessAguiError
 from ..core.jsonform import (
     CONTENT_TYPES,
-    DELTA_TYPES,
-    PART_TYPES,
-    PAYLOAD_TYPES,
     SHAPES,
     TYPED_SUFFIX,
+    Shape,
     WireField,
-    payload_to_json,
-    result_to_json,
+    value_to_json,
 )
 from ..core.source import (
     BinaryContent,
@@ -65,7 +67,6 @@ from ..core.source import (
     HarnessRunResultEvent,
     HarnessStreamEvent,
     MediaContent,
-    RunResult,
 )
 
 __all__ = [
@@ -117,21 +118,11 @@ class DecodeError(HarnessAguiError, ValueError):
 def to_json(item: HarnessStreamEvent) -> dict[str, Any]:
     """The wire JSON object of a source item (fresh dicts; JSON fields are
     shared with the item). Raises TypeError for anything else."""
-    if not isinstance(item, (HarnessEvent, HarnessRunResultEvent)):
+    if type(item) not in _ENVELOPE_CLASSES:
         raise TypeError(f"not a Harness stream item: {type(item).__name__}")
-    head: dict[str, Any] = {
-        "v": WIRE_VERSION,
-        "kind": "event" if isinstance(item, HarnessEvent) else "result",
-        "thread_id": item.thread_id,
-        "run_id": item.run_id,
-        "sequence": item.sequence,
-        "occurred_at": item.occurred_at.isoformat(),
-    }
-    if isinstance(item, HarnessEvent):
-        head["event"] = payload_to_json(item.event)
-    else:
-        head["result"] = result_to_json(item.result)
-    return head
+    out: dict[str, Any] = {"v": WIRE_VERSION}
+    out.update(value_to_json(item))
+    return out
 
 
 def encode(item: HarnessStreamEvent) -> str:
@@ -243,13 +234,14 @@ class _Obj:
         raise DecodeError(f"field {self._at(key)} must be {' or '.join(types)}, not {_json_type(value)}")
 
 
-def _read(o: _Obj, cls: type) -> Any:
+def _read(o: _Obj, cls: type, keys: frozenset[str] | None = None) -> Any:
     """The value of class ``cls`` that the object ``o`` describes, every
-    field read as the ``jsonform`` table says; unknown fields are refused."""
+    field read as the ``jsonform`` table says; unknown fields (any key not
+    in ``keys``, by default the shape's) are refused."""
     if cls is BinaryContent:
         return _binary_from(o)
     shape = SHAPES[cls]
-    o.only(shape.keys)
+    o.only(shape.keys if keys is None else keys)
     kwargs: dict[str, Any] = {}
     for f in shape.fields:
         if f.kind == "content":
@@ -302,10 +294,9 @@ def _field(o: _Obj, f: WireField) -> Any:
     if kind == "tuple":
         assert f.cls is not None
         return tuple(_read(_Obj(x, f"{o._at(name)}[{i}]"), f.cls) for i, x in enumerate(o.req(name, "array")))
-    if kind == "part":
-        return _tagged(o.obj(name), PART_TYPES, "part")
-    if kind == "delta":
-        return _tagged(o.obj(name), DELTA_TYPES, "delta")
+    if kind in ("part", "delta", "payload"):
+        assert f.union is not None
+        return _tagged(o.obj(name), f.union, kind)
     if kind == "items":
         return tuple(_item_from(_Obj(x, f"{o._at(name)}[{i}]")) for i, x in enumerate(o.req(name, "array")))
     raise AssertionError(f"field kind {kind}")  # pragma: no cover - the table uses only the kinds above
@@ -330,8 +321,9 @@ def _item_from(o: _Obj) -> Any:
 
 
 _JSON_ITEM_KEYS = frozenset({"type", "value"})
-_HEAD_KEYS = ("v", "kind", "thread_id", "run_id", "sequence", "occurred_at")
-_ITEM_KEYS = {"event": frozenset({*_HEAD_KEYS, "event"}), "result": frozenset({*_HEAD_KEYS, "result"})}
+_ENVELOPES: dict[str, type] = {SHAPES[c].tag: c for c in (HarnessEvent, HarnessRunResultEvent)}  # type: ignore[misc]
+_ENVELOPE_CLASSES = frozenset(_ENVELOPES.values())
+_ITEM_KEYS = {tag: SHAPES[cls].keys | {"v"} for tag, cls in _ENVELOPES.items()}
 _ITEM_TYPES: dict[str, type] = {"json": type(None), "binary": BinaryContent, "media": MediaContent}
 _BINARY_KEYS = SHAPES[BinaryContent].keys
 
@@ -355,76 +347,53 @@ def _binary_from(o: _Obj) -> BinaryContent:
 
 
 # -- version 1 ---------------------------------------------------------------------------
-# What version 1 wrote: these payload, part and delta types with these fields.
-# A version 1 line is a version 2 line of the same meaning once it is known to
-# use nothing else.
+# What version 1 wrote is declared with the source model: the classes and
+# fields marked ``v1``, and for a vocabulary that version 1 kept closed, its
+# words. A version 1 line is a version 2 line of the same meaning once it is
+# known to use nothing else. The check walks the line by the shapes, as the
+# reader does; JSON values are not entered.
 
-def _keys(*names: str) -> frozenset[str]:
-    return frozenset(names)
-
-
-_V1_PARTS = {
-    "text": _keys("type", "content", "id"),
-    "thinking": _keys("type", "content", "id", "signature", "provider_name"),
-    "tool_call": _keys("type", "tool_name", "args", "tool_call_id"),
-}
-_V1_DELTAS = {
-    "text": _keys("type", "content_delta"),
-    "thinking": _keys("type", "content_delta", "signature_delta"),
-    "tool_call": _keys("type", "tool_name_delta", "args_delta", "tool_call_id"),
-}
-_V1_PAYLOADS = {
-    "part_start": _keys("type", "index", "part"),
-    "part_delta": _keys("type", "index", "delta"),
-    "part_end": _keys("type", "index", "part"),
-    "tool_result": _keys("type", "tool_call_id", "tool_name", "outcome", "content"),
-    "input": _keys("type", "input_id", "source", "content", "metadata"),
-    "extension": _keys("type", "kind", "schema_version", "payload"),
-    "observation": _keys("type", "name", "value"),
-}
-_V1_RESULT = _keys("status", "output", "usage", "failure", "deferred")
-_V1_USAGE = _keys("input_tokens", "output_tokens", "cache_read_tokens", "reasoning_tokens")
-_V1_FAILURE = _keys("code", "message")
-_V1_DEFERRED = _keys("calls", "approvals")
-_V1_DEFERRED_CALL = _keys("tool_call_id", "tool_name", "args")
-_V1_OUTCOMES = ("success", "failed", "retried")
-_V1_SOURCES = ("user", "steering", "context", "recovery", "async_subagent", "background_process")
-_V1_KINDS = ("context", "state", "recovery", "invocation", "delegation", "usage", "lifecycle", "tool", "diagnostic")
+def _v1_keys(shape: Shape) -> frozenset[str]:
+    keys = {f.name for f in shape.fields if f.spec.v1}
+    if shape.tag is not None:
+        keys.add(shape.tag_key)
+    return frozenset(keys)
 
 
-def _v1_typed(o: _Obj, known: Mapping[str, frozenset[str]], what: str) -> str:
-    kind = o.req("type", "string")
-    allowed = known.get(kind)
-    if allowed is None:
-        raise DecodeError(f"unknown {what} type {kind!r} at {o.path} in wire version 1 (known: {', '.join(known)})")
-    o.only(allowed)
-    return kind
+_V1_KEYS = {cls: _v1_keys(shape) for cls, shape in SHAPES.items() if shape.v1}
+
+
+def _v1_object(o: _Obj, cls: type, keys: frozenset[str] | None = None) -> None:
+    o.only(_V1_KEYS[cls] if keys is None else keys)
+    for f in SHAPES[cls].fields:
+        if f.name not in o.data or o.data[f.name] is None:
+            continue
+        choices = f.spec.v1_choices
+        if choices is not None:
+            o.choice(f.name, choices)
+        elif f.kind == "nested":
+            _v1_object(o.obj(f.name), f.cls)  # type: ignore[arg-type]
+        elif f.kind == "tuple":
+            for i, x in enumerate(o.req(f.name, "array")):
+                _v1_object(_Obj(x, f"{o._at(f.name)}[{i}]"), f.cls)  # type: ignore[arg-type]
+        elif f.union is not None:
+            _v1_tagged(o.obj(f.name), f.union, f.kind)
+
+
+def _v1_tagged(o: _Obj, known: Mapping[str, type], what: str, keys: frozenset[str] = frozenset()) -> None:
+    tag = o.req(SHAPES[next(iter(known.values()))].tag_key, "string")
+    cls = known.get(tag)
+    if cls is None or cls not in _V1_KEYS:
+        v1 = ", ".join(t for t, c in known.items() if c in _V1_KEYS)
+        where = f" at {o.path}" if o.path else ""
+        raise DecodeError(f"unknown {what} type {tag!r}{where} in wire version 1 (known: {v1})")
+    _v1_object(o, cls, _V1_KEYS[cls] | keys)
 
 
 def _v1_check(data: dict[str, Any]) -> None:
     o = _Obj(data, "")
-    if "event" in data:
-        event = o.obj("event")
-        kind = _v1_typed(event, _V1_PAYLOADS, "payload")
-        if kind in ("part_start", "part_end"):
-            _v1_typed(event.obj("part"), _V1_PARTS, "part")
-        elif kind == "part_delta":
-            _v1_typed(event.obj("delta"), _V1_DELTAS, "delta")
-        elif kind == "tool_result":
-            event.choice("outcome", _V1_OUTCOMES)
-        elif kind == "input":
-            event.choice("source", _V1_SOURCES)
-        elif kind == "extension":
-            event.choice("kind", _V1_KINDS)
-    if "result" in data:
-        result = o.obj("result", _V1_RESULT)
-        result.opt_obj("usage", _V1_USAGE)
-        result.opt_obj("failure", _V1_FAILURE)
-        deferred = result.opt_obj("deferred", _V1_DEFERRED)
-        if deferred is not None:
-            for key in ("calls", "approvals"):
-                for i, call in enumerate(deferred.opt(key, "array") or ()):
-                    _Obj(call, f"{deferred.path}.{key}[{i}]", _V1_DEFERRED_CALL)
+    if o.data.get("kind") in _ENVELOPES:  # anything else is the reader's to refuse
+        _v1_tagged(o, _ENVELOPES, "kind", frozenset({"v"}))
 
 
 def migrate_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
@@ -483,7 +452,7 @@ def _migrate(data: dict[str, Any], version: int, migrations: Mapping[int, Migrat
             raise DecodeError(f"the migrations lead back to wire version {version}")
         seen.add(version)
         try:
-            upgraded = migrate(copy.deepcopy(data))
+            upgraded = migrate(_json.copy_json(data))
         except DecodeError:
             raise
         except Exception as e:
@@ -515,19 +484,11 @@ def from_json(data: Any, *, migrations: Mapping[int, Migration] | None = None,
         if version != WIRE_VERSION:
             o = _Obj(_migrate(o.data, version, migrations), "")
         kind = o.req("kind", "string")
-        allowed = _ITEM_KEYS.get(kind)
-        if allowed is None:
-            raise DecodeError(f"unknown kind {kind!r} (expected 'event' or 'result')")
-        o.only(allowed)
-        head = {
-            "thread_id": o.req("thread_id", "string"),
-            "run_id": o.req("run_id", "string"),
-            "sequence": o.req("sequence", "integer"),
-            "occurred_at": _datetime_from(o, "occurred_at"),
-        }
-        if kind == "event":
-            return HarnessEvent(**head, event=_tagged(o.obj("event"), PAYLOAD_TYPES, "payload"))
-        return HarnessRunResultEvent(**head, result=_read(o.obj("result"), RunResult))
+        cls = _ENVELOPES.get(kind)
+        if cls is None:
+            raise DecodeError(f"unknown kind {kind!r} (expected {' or '.join(map(repr, _ENVELOPES))})")
+        item: HarnessStreamEvent = _read(o, cls, _ITEM_KEYS[kind])
+        return item
     except DecodeError as e:
         if e.line is None and line is not None:
             raise e.at(line) from e.__cause__

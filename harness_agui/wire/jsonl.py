@@ -2,9 +2,11 @@
 #
 # Everything here streams. A journal is read one line at a time from a binary
 # file, so memory does not grow with the file; only the line being decoded is
-# held, and a line has a maximum length (``max_line_bytes``, 16 MiB by
-# default: real tool results can be large, but a file of one endless line,
-# ``/dev/zero``, must end in an error naming the line, not a MemoryError).
+# held, and a line has a maximum length (``max_line_bytes``, 256 MiB by
+# default: real lines get long, since a Run's terminal item carries its whole
+# message history twice, but a file of one endless line, ``/dev/zero``, must
+# still end in an error naming the line, not a MemoryError; an over-long line
+# is never held whole).
 # Each pass reads its source once, front to back, so a pipe, a FIFO or
 # ``/dev/stdin`` can be read. Three readers sit on the same line loop:
 #
@@ -95,9 +97,17 @@ JournalSource = str | os.PathLike[str] | IO[bytes] | IO[str]
 
 _BOM = b"\xef\xbb\xbf"
 
-MAX_LINE_BYTES = 16 * 1024 * 1024
+MAX_LINE_BYTES = 256 * 1024 * 1024
 """The longest line the readers take by default, its newline not counted:
-16 MiB (characters, for a text stream). Pass ``max_line_bytes`` to change it."""
+256 MiB (characters, for a text stream). A real Run's terminal line holds the
+Run's message history twice (the history itself and the HarnessState), and
+JSON escapes make text up to six times longer (a control character is
+``\\u0001``): real Runs with one 2 MiB tool result (a pydantic model, so
+a13n-harness keeps it whole) wrote terminal lines of 4 MB (plain text) to
+25 MB (control characters). The default leaves room for a history of at
+least 20 MiB, more than a model's context holds. Pass ``max_line_bytes`` to
+change it (the SQLite and PostgreSQL journals have no limit of their own
+below SQLite's 10**9 bytes per value)."""
 
 
 JournalError = HistoryError
@@ -187,31 +197,46 @@ class _LongLine(bytes):
     limit: int
 
 
-_SKIP = 1 << 20  # how much of an over-long line is read at a time to pass over it
+_CHUNK = 1 << 20  # how much of a line is read at a time
 
 
 def _numbered(f: IO[Any], limit: int) -> Iterator[tuple[int, int, bytes | str]]:
-    # readline(limit + 1) reads at most one byte past the limit: a line that
-    # does not end within it is over-long, and is reported without reading
-    # the rest. Only if the reader goes on (the lenient scan) is the rest
-    # passed over, _SKIP at a time, so memory stays bounded even then.
+    # A line is read a chunk at a time, and at most one byte past the limit:
+    # a line that does not end within it is over-long, and is reported
+    # without holding more than the limit (its chunks are dropped, never
+    # joined). Only if the reader goes on (the lenient scan) is the rest
+    # passed over, a chunk at a time, so memory stays bounded even then. A
+    # line within the limit costs one read and no join when it fits a chunk.
     end = 0
     number = 0
     while True:
-        raw = f.readline(limit + 1)
+        raw = f.readline(min(limit + 1, _CHUNK))
         if not raw:
             return
-        number += 1
-        end += len(raw)
         newline = "\n" if isinstance(raw, str) else b"\n"
-        if len(raw) <= limit or raw.endswith(newline):
+        size = len(raw)
+        if size == _CHUNK and size <= limit and not raw.endswith(newline):
+            pieces = [raw]
+            while size <= limit:
+                piece = f.readline(min(limit + 1 - size, _CHUNK))
+                if not piece:
+                    break
+                pieces.append(piece)
+                size += len(piece)
+                if piece.endswith(newline):
+                    break
+            raw = pieces[-1] if size > limit and not pieces[-1].endswith(newline) else raw[:0].join(pieces)
+            del pieces
+        number += 1
+        end += size
+        if size <= limit or raw.endswith(newline):
             yield number, end, raw
             continue
         long = _LongLine()
         long.limit = limit
         yield number, end, long
         while raw and not raw.endswith(newline):
-            raw = f.readline(_SKIP)
+            raw = f.readline(_CHUNK)
             end += len(raw)
 
 
@@ -271,7 +296,7 @@ class Journal:
     (what a Host or ``harness-agui export`` writes) is read exactly without
     ``run_id``. ``migrations`` is passed to the decoder.
     A line may be ``max_line_bytes`` long (its newline not counted; default
-    MAX_LINE_BYTES, 16 MiB); a longer one is refused after reading one byte
+    MAX_LINE_BYTES, 256 MiB); a longer one is refused after reading one byte
     past the limit, however long it is.
 
     The selected items must follow the order every reader checks
