@@ -123,6 +123,7 @@ from .source import (
     UnknownDelta,
     UnknownEvent,
     UnknownPart,
+    describe_wrong_item,
 )
 from .state import (
     EMPTY_MAP,
@@ -196,7 +197,7 @@ def step(state: ProjectionState, item: HarnessStreamEvent,
     """``advance``, also returning the records it appended (the observer's
     hot path). See ``reduce`` for what it raises."""
     if type(item) is not HarnessEvent and not isinstance(item, (HarnessEvent, HarnessRunResultEvent)):
-        raise TypeError(f"expected HarnessEvent or HarnessRunResultEvent, not {type(item).__name__}")
+        raise TypeError(describe_wrong_item(item))
     root = state.root
     cursor = root.history
     if item.run_id != cursor.run_id and not is_root_item(cursor, item):
