@@ -18,6 +18,7 @@ and once the tools answered, it sums their results up.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import sys
 import tempfile
@@ -66,22 +67,21 @@ def said(messages: list[ModelMessage]) -> str:
 def args_for(schema: dict[str, Any], text: str) -> str:
     """Arguments for a client tool: the user's words for each string property."""
     properties = schema.get("properties") or {}
-    values = {name: text for name, spec in properties.items() if (spec or {}).get("type") == "string"}
-    import json
-
-    return json.dumps(values)
+    return json.dumps({name: text for name, spec in properties.items() if (spec or {}).get("type") == "string"})
 
 
 async def assistant(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[Any]:
     last = messages[-1]
     results = [p for p in last.parts if isinstance(p, ToolReturnPart)] if isinstance(last, ModelRequest) else []
     if results:
-        yield "Here is what I found. "
+        found = []
         for result in results:
             content = result.content
             if isinstance(content, dict) and "output" in content:  # a subagent's answer
                 content = content["output"]
-            yield f"{result.tool_name}: {content}. "
+            found.append(f"{result.tool_name}: {str(content).rstrip('.')}")
+        yield "Here is what I found. "
+        yield "; ".join(found) + "."
         return
     text = said(messages)
     client_tools = [t for t in info.function_tools if CLIENT_TOOL_MARKER_KEY in (t.metadata or {})]

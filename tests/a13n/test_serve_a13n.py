@@ -13,7 +13,10 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -61,6 +64,7 @@ from harness_agui.serve_a13n import (  # noqa: E402
 from harness_agui.wire.codec import decode, encode  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
+NODE_DIR = ROOT / "tests" / "node"
 CONFIRM = {"name": "confirm", "description": "Ask the user to confirm something.",
            "parameters": {"type": "object", "properties": {"question": {"type": "string"}}}}
 
@@ -580,3 +584,73 @@ def test_reattach_has_nothing_to_send_for_a_run_lost_with_its_process(host_for) 
         return [item async for item in runner.reattach("thread-x", "run-x", 3)]
 
     assert asyncio.run(drain()) == []
+
+
+# -- the official client ---------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def node() -> str:
+    """The node executable, with tests/node's packages (@ag-ui/client) installed; never skipped."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.fail("node and npm are needed to talk to @ag-ui/client; neither may be missing")
+    if not (NODE_DIR / "node_modules" / "@ag-ui" / "client" / "package.json").exists():
+        done = subprocess.run([npm, "ci", "--prefix", str(NODE_DIR), "--no-audit", "--no-fund"],
+                              capture_output=True, text=True, timeout=600)
+        if done.returncode != 0:
+            pytest.fail(f"npm ci in {NODE_DIR} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    return node
+
+
+def converse(node: str, host: Host, turns: list[dict[str, Any]]) -> tuple[dict[str, Any], list[Served]]:
+    """The conversation tests/node/pipe_agent.mjs holds, each Run it asks for served by ``host``."""
+    served: list[Served] = []
+    with tempfile.TemporaryFile("w+") as errors:
+        process = subprocess.Popen([node, str(NODE_DIR / "pipe_agent.mjs"), json.dumps(turns)], cwd=NODE_DIR,
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, text=True)
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            for line in process.stdout:
+                said = json.loads(line)
+                if "request" not in said:
+                    assert "done" in said, said.get("error")
+                    return said["done"], served
+                served.append(host.post(said["request"]))
+                process.stdin.write("".join(json.dumps(e) + "\n" for e in served[-1].events) + '{"type":"__END__"}\n')
+                process.stdin.flush()
+        finally:
+            process.kill()
+            process.wait(30)
+        errors.seek(0)
+        raise AssertionError(f"pipe_agent.mjs ended without its outcome:\n{errors.read()[-2000:]}")
+
+
+def test_the_official_client_holds_a_conversation_with_the_example_agent(node, host_for, example) -> None:
+    host = host_for(example.agent)
+    outcome, served = converse(node, host, [
+        {"say": "What's the weather in Lyon tomorrow?"},                       # a tool and a subagent
+        {"say": "Now deploy it."},                                              # an approval ...
+        {"approve": True},                                                      # ... answered through resume[]
+        {"say": "Ask me to confirm the notes.", "tools": [CONFIRM], "toolResult": "Confirmed."},  # a client tool
+    ])
+    assert [s.terminal.result.status for s in served] == [
+        "completed", "suspended", "completed", "suspended", "completed"]
+    thread = outcome["threadId"]
+    assert str(uuid.UUID(thread)) == thread  # the client's default thread id ...
+    assert {s.run.thread_id for s in served} == {source_thread_id(thread)}  # ... names one Harness thread
+    assert {(s.run.wire_thread_id, s.run.run_id) for s in served} == {
+        (thread, run_id) for run_id in host.journal.runs(thread_id=source_thread_id(thread))}
+    messages = outcome["messages"]
+    users = [m["id"] for m in messages if m["role"] == "user" and ":input-" not in m["id"]]
+    tools = [m["id"] for m in messages if m["role"] == "tool" and m["content"] == "Confirmed."]
+    assert len(users) == 3 and len(tools) == 1
+    # Each Run took exactly the messages the client added for it: the runner's anchor follows the client.
+    assert [s.run.message_ids for s in served] == [(users[0],), (users[1],), (), (users[2],), (tools[0],)]
+    assert "traboules" in served[0].terminal.result.output and any(m.get("subagentRunId") for m in messages)
+    assert "deployed to production" in served[2].terminal.result.output
+    assert "Confirmed." in served[4].terminal.result.output
+    assert outcome["pendingInterrupts"] == []
+    for one in served:
+        valid(one.events)
+        for item in one.items:
+            assert from_a13n(to_a13n(decode(encode(item)))) == item
