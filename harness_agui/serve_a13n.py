@@ -51,6 +51,9 @@
 # context reach the ``configure`` hook, which may add ``agent.stream()``
 # options for the Run. ``state`` is not used: a13n-harness has no shared
 # client state.
+#
+# a13n-harness (Python 3.13) is imported on first use, so ``harness_agui`` imports without it; an
+# ``A13nRunner`` needs it (``pip install 'harness-agui[a13n]'``).
 
 from __future__ import annotations
 
@@ -58,51 +61,16 @@ import asyncio
 import base64
 import binascii
 import dataclasses
+import functools
 import hashlib
 import inspect
 import json
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from types import SimpleNamespace
 from typing import Any, Literal, Protocol
 
 import attrs
-
-try:
-    from a13n_harness import DeferredToolResume, RunBindings
-    from a13n_harness.content import ContentItem, ContentMetadata
-    from a13n_harness.errors import HarnessError
-    from a13n_harness.model_context import (
-        ModelContextBlock,
-        ModelContextPlacement,
-        ModelContextProjection,
-    )
-    from a13n_harness.state import HarnessState
-    from a13n_harness.tools.client import (
-        ClientToolDefinition,
-        ClientToolsCapability,
-        ClientToolsetDefinition,
-    )
-    from pydantic_ai import ToolReturn
-    from pydantic_ai.exceptions import ToolFailed
-    from pydantic_ai.messages import (
-        AudioUrl,
-        BinaryContent,
-        DocumentUrl,
-        ImageUrl,
-        ModelRequest,
-        ModelResponse,
-        TextContent,
-        TextPart,
-        ToolCallPart,
-        ToolReturnPart,
-        UserPromptPart,
-        VideoUrl,
-    )
-    from pydantic_ai.tools import ToolDenied
-except ImportError as e:  # pragma: no cover - depends on the installation
-    raise ImportError("harness_agui.serve_a13n needs a13n-harness (Python 3.13+): "
-                      "pip install 'harness-agui[a13n]'") from e
-
 from ag_ui.core import RunAgentInput
 from pydantic import ValidationError
 
@@ -147,6 +115,60 @@ CONTEXT_SOURCE_ID = "ag-ui.context"
 _A13N_THREAD = re.compile(r"^(?:thread-[a-f0-9]{32}|[a-z][a-z0-9]*_[a-z0-9]+)$")  # HarnessState.thread_id's pattern
 _ECHO_ID = re.compile(r"^(?P<run>.+):input-\d+$")  # the id the projection gives a user message made of an input
 _RESERVED_OPTIONS = frozenset(("input", "input_factory", "previous_state", "deferred_resume"))
+
+
+@functools.cache
+def _lib() -> SimpleNamespace:
+    """a13n-harness and pydantic-ai, imported on first use (``harness_agui`` imports without them)."""
+    try:
+        from a13n_harness import DeferredToolResume, RunBindings  # type: ignore[import-not-found, unused-ignore]
+        from a13n_harness.content import (  # type: ignore[import-not-found, unused-ignore]
+            ContentItem,
+            ContentMetadata,
+        )
+        from a13n_harness.errors import HarnessError  # type: ignore[import-not-found, unused-ignore]
+        from a13n_harness.model_context import (  # type: ignore[import-not-found, unused-ignore]
+            ModelContextBlock,
+            ModelContextPlacement,
+            ModelContextProjection,
+        )
+        from a13n_harness.state import HarnessState  # type: ignore[import-not-found, unused-ignore]
+        from a13n_harness.tools.client import (  # type: ignore[import-not-found, unused-ignore]
+            ClientToolDefinition,
+            ClientToolsCapability,
+            ClientToolsetDefinition,
+        )
+        from pydantic_ai import ToolReturn  # type: ignore[import-not-found, unused-ignore]
+        from pydantic_ai.exceptions import ToolFailed  # type: ignore[import-not-found, unused-ignore]
+        from pydantic_ai.messages import (  # type: ignore[import-not-found, unused-ignore]
+            AudioUrl,
+            BinaryContent,
+            DocumentUrl,
+            ImageUrl,
+            ModelRequest,
+            ModelResponse,
+            TextContent,
+            TextPart,
+            ToolCallPart,
+            ToolReturnPart,
+            UserPromptPart,
+            VideoUrl,
+        )
+        from pydantic_ai.tools import ToolDenied  # type: ignore[import-not-found, unused-ignore]
+    except ImportError as e:
+        raise ImportError("harness_agui.serve_a13n needs a13n-harness (Python 3.13+): "
+                          "pip install 'harness-agui[a13n]'") from e
+    return SimpleNamespace(DeferredToolResume=DeferredToolResume, RunBindings=RunBindings, ContentItem=ContentItem,
+                           ContentMetadata=ContentMetadata, HarnessError=HarnessError,
+                           ModelContextBlock=ModelContextBlock, ModelContextPlacement=ModelContextPlacement,
+                           ModelContextProjection=ModelContextProjection, HarnessState=HarnessState,
+                           ClientToolDefinition=ClientToolDefinition, ClientToolsCapability=ClientToolsCapability,
+                           ClientToolsetDefinition=ClientToolsetDefinition, ToolReturn=ToolReturn,
+                           ToolFailed=ToolFailed, AudioUrl=AudioUrl, BinaryContent=BinaryContent,
+                           DocumentUrl=DocumentUrl, ImageUrl=ImageUrl, ModelRequest=ModelRequest,
+                           ModelResponse=ModelResponse, TextContent=TextContent, TextPart=TextPart,
+                           ToolCallPart=ToolCallPart, ToolReturnPart=ToolReturnPart, UserPromptPart=UserPromptPart,
+                           VideoUrl=VideoUrl, ToolDenied=ToolDenied)
 
 
 def source_thread_id(wire_thread_id: str) -> str:
@@ -320,6 +342,7 @@ def interrupt_ids(result: RunResult) -> dict[str, tuple[Literal["call", "approva
 
 def _approval(interrupt_id: str, payload: Any) -> Any:
     # A resolved approval's payload: true/false, or {"approved": bool, "reason": str}.
+    lib = _lib()
     if isinstance(payload, bool):
         return payload
     if isinstance(payload, dict) and isinstance(payload.get("approved"), bool):
@@ -328,7 +351,7 @@ def _approval(interrupt_id: str, payload: Any) -> Any:
             raise RunInputError("bad_resume_payload", f"interrupt {interrupt_id!r}: reason must be a string")
         if payload["approved"]:
             return True
-        return ToolDenied(reason) if reason else False
+        return lib.ToolDenied(reason) if reason else False
     raise RunInputError("bad_resume_payload",
                         f"interrupt {interrupt_id!r} is an approval: its payload is true, false or "
                         '{"approved": <bool>, "reason": <optional string>}', detail={"interruptId": interrupt_id})
@@ -337,14 +360,15 @@ def _approval(interrupt_id: str, payload: Any) -> Any:
 def _tool_message_result(message: Any) -> Any:
     # A client tool's result, from the tool message that carries it: the model sees the content (the
     # text; media parts as content), the journal keeps the message's id in the result's metadata.
+    lib = _lib()
     if message.error:
-        return ToolFailed(message.error)
+        return lib.ToolFailed(message.error)
     content = message.content
     if isinstance(content, str):
-        return ToolReturn(return_value=content, metadata={AGUI_MESSAGE_ID: message.id})
+        return lib.ToolReturn(return_value=content, metadata={AGUI_MESSAGE_ID: message.id})
     text = "".join(part.text for part in content if part.type == "text")
     media = [_media(part, message.id) for part in content if part.type != "text"]
-    return ToolReturn(return_value=text, content=media or None, metadata={AGUI_MESSAGE_ID: message.id})
+    return lib.ToolReturn(return_value=text, content=media or None, metadata={AGUI_MESSAGE_ID: message.id})
 
 
 # -- the client's messages --------------------------------------------------------------------------
@@ -359,9 +383,10 @@ def _text(message: Any) -> str:
 
 
 def _media(part: Any, message_id: str) -> Any:
+    lib = _lib()
     source, kind = part.source, part.type
     if source.type == "url":
-        cls = {"image": ImageUrl, "audio": AudioUrl, "video": VideoUrl, "document": DocumentUrl}[kind]
+        cls = {"image": lib.ImageUrl, "audio": lib.AudioUrl, "video": lib.VideoUrl, "document": lib.DocumentUrl}[kind]
         return cls(url=source.value, media_type=source.mime_type) if source.mime_type else cls(url=source.value)
     if source.type == "data":
         try:
@@ -369,7 +394,7 @@ def _media(part: Any, message_id: str) -> Any:
         except (binascii.Error, ValueError):
             raise RunInputError("bad_message", f"message {message_id!r}: the {kind} data is not base64",
                                 detail={"messageId": message_id}) from None
-        return BinaryContent(data=data, media_type=source.mime_type)
+        return lib.BinaryContent(data=data, media_type=source.mime_type)
     raise RunInputError("bad_message", f"message {message_id!r}: a {kind} from a {source.type!r} source is not "
                         "supported (send its data or a URL)", detail={"messageId": message_id})
 
@@ -378,15 +403,16 @@ def _user_content(message: Any) -> list[Any]:
     # A user message as a13n input values, each carrying the message's id: text as TextContent (its
     # metadata reaches the input event and the history), media wrapped in a ContentItem (its metadata
     # reaches the input event).
+    lib = _lib()
     tag = {AGUI_MESSAGE_ID: message.id}
     if isinstance(message.content, str):
-        return [TextContent(message.content, metadata=tag)]
+        return [lib.TextContent(message.content, metadata=tag)]
     out: list[Any] = []
     for part in message.content:
         if part.type == "text":
-            out.append(TextContent(part.text, metadata=tag))
+            out.append(lib.TextContent(part.text, metadata=tag))
         else:
-            out.append(ContentItem(_media(part, message.id), ContentMetadata(**tag)))
+            out.append(lib.ContentItem(_media(part, message.id), lib.ContentMetadata(**tag)))
     if not out:
         raise RunInputError("bad_message", f"user message {message.id!r} is empty", detail={"messageId": message.id})
     return out
@@ -396,31 +422,33 @@ def _history(messages: Sequence[Any]) -> list[Any]:
     # Prior client messages as the model's message history: user and tool messages as requests,
     # assistant messages as responses (consecutive ones merged); system, developer, reasoning and
     # activity messages are not the model's history (the agent's own instructions rule).
+    lib = _lib()
     out: list[Any] = []
     names: dict[str, str] = {}
     answered: set[str] = set()
 
     def request_part(part: Any) -> None:
-        if out and isinstance(out[-1], ModelRequest):
-            out[-1] = ModelRequest(parts=[*out[-1].parts, part])
+        if out and isinstance(out[-1], lib.ModelRequest):
+            out[-1] = lib.ModelRequest(parts=[*out[-1].parts, part])
         else:
-            out.append(ModelRequest(parts=[part]))
+            out.append(lib.ModelRequest(parts=[part]))
 
     for message in messages:
         if message.role == "user":
             content = _user_content(message)
-            request_part(UserPromptPart([c.value if isinstance(c, ContentItem) else c for c in content]))
+            request_part(lib.UserPromptPart([c.value if isinstance(c, lib.ContentItem) else c for c in content]))
         elif message.role == "assistant":
-            parts: list[Any] = [TextPart(message.content)] if message.content else []
+            parts: list[Any] = [lib.TextPart(message.content)] if message.content else []
             for call in message.tool_calls or ():
                 names[call.id] = call.function.name
-                parts.append(ToolCallPart(call.function.name, call.function.arguments or "{}", tool_call_id=call.id))
+                parts.append(lib.ToolCallPart(call.function.name, call.function.arguments or "{}",
+                                              tool_call_id=call.id))
             if not parts:
                 continue
-            if out and isinstance(out[-1], ModelResponse):
-                out[-1] = ModelResponse(parts=[*out[-1].parts, *parts])
+            if out and isinstance(out[-1], lib.ModelResponse):
+                out[-1] = lib.ModelResponse(parts=[*out[-1].parts, *parts])
             else:
-                out.append(ModelResponse(parts=parts))
+                out.append(lib.ModelResponse(parts=parts))
         elif message.role == "tool":
             name = names.get(message.tool_call_id)
             if name is None:
@@ -429,11 +457,11 @@ def _history(messages: Sequence[Any]) -> list[Any]:
                                     detail={"messageId": message.id})
             answered.add(message.tool_call_id)
             if message.error:
-                request_part(ToolReturnPart(name, message.error, tool_call_id=message.tool_call_id,
-                                            metadata={AGUI_MESSAGE_ID: message.id}, outcome="failed"))
+                request_part(lib.ToolReturnPart(name, message.error, tool_call_id=message.tool_call_id,
+                                                metadata={AGUI_MESSAGE_ID: message.id}, outcome="failed"))
             else:
-                request_part(ToolReturnPart(name, _text(message), tool_call_id=message.tool_call_id,
-                                            metadata={AGUI_MESSAGE_ID: message.id}))
+                request_part(lib.ToolReturnPart(name, _text(message), tool_call_id=message.tool_call_id,
+                                                metadata={AGUI_MESSAGE_ID: message.id}))
     unanswered = sorted(set(names) - answered)
     if unanswered:
         raise RunInputError("bad_history", f"the earlier messages hold tool calls nothing answers: {unanswered}",
@@ -458,6 +486,7 @@ def _own(message: Any) -> bool:
 
 
 def _plan_new_thread(thread_id: str, run_input: RunAgentInput) -> _Turn:
+    lib = _lib()
     if run_input.resume:
         raise RunInputError("nothing_to_resume", "this thread has no run to resume: resume[] must be empty")
     messages = [m for m in run_input.messages if _own(m)]
@@ -469,13 +498,14 @@ def _plan_new_thread(thread_id: str, run_input: RunAgentInput) -> _Turn:
         raise RunInputError("nothing_new", "the first run of a thread needs a user message after the others")
     history = _history(messages[:start])
     try:
-        state = HarnessState.new(thread_id=thread_id, message_history=history)
+        state = lib.HarnessState.new(thread_id=thread_id, message_history=history)
     except ValidationError as e:
         raise RunInputError("bad_history", f"a13n-harness refuses the earlier messages as history: {e}") from None
     return _Turn(tuple(c for m in new for c in _user_content(m)), state, None, tuple(m.id for m in new))
 
 
 def _plan_known_thread(thread: _Thread, run_input: RunAgentInput) -> _Turn:
+    lib = _lib()
     messages = [m for m in run_input.messages if _own(m)]
     anchor = thread.anchor
     if anchor is not None:
@@ -533,8 +563,8 @@ def _plan_known_thread(thread: _Thread, run_input: RunAgentInput) -> _Turn:
             raise RunInputError("duplicate_answer", f"interrupt {entry.interrupt_id!r} is answered twice",
                                 detail={"interruptId": entry.interrupt_id})
         if entry.status == "cancelled":
-            answers[call.tool_call_id] = (ToolDenied("The user cancelled this request.") if kind == "approval"
-                                          else ToolFailed("The user cancelled this call."))
+            answers[call.tool_call_id] = (lib.ToolDenied("The user cancelled this request.") if kind == "approval"
+                                          else lib.ToolFailed("The user cancelled this call."))
         elif kind == "approval":
             answers[call.tool_call_id] = _approval(entry.interrupt_id, entry.payload)
         else:
@@ -550,8 +580,8 @@ def _plan_known_thread(thread: _Thread, run_input: RunAgentInput) -> _Turn:
     if waits:
         requests = native.deferred
         try:
-            resume = DeferredToolResume(requests, requests.build_results(approvals=approval_answers,
-                                                                         calls=call_answers))
+            results = requests.build_results(approvals=approval_answers, calls=call_answers)
+            resume = lib.DeferredToolResume(requests, results)
         except (ValueError, TypeError) as e:
             raise RunInputError("bad_resume", f"a13n-harness refuses the answers: {e}") from None
     content = tuple(c for m in new_user for c in _user_content(m))
@@ -562,16 +592,18 @@ def _plan_known_thread(thread: _Thread, run_input: RunAgentInput) -> _Turn:
 # -- client tools and context ------------------------------------------------------------------
 
 def _accepts_client_tools(agent: Any) -> bool:
+    lib = _lib()
     definition = getattr(agent, "definition", None)
-    return any(isinstance(c, ClientToolsCapability) and c.spec.allow_run_override
+    return any(isinstance(c, lib.ClientToolsCapability) and c.spec.allow_run_override
                for c in getattr(definition, "capabilities", ()))
 
 
 def _client_toolsets(run_input: RunAgentInput) -> tuple[Any, ...]:
+    lib = _lib()
     tools = []
     for tool in run_input.tools or ():
         try:
-            tools.append(ClientToolDefinition(
+            tools.append(lib.ClientToolDefinition(
                 name=tool.name, description=tool.description or tool.name,
                 parameters_json_schema=tool.parameters or {"type": "object", "properties": {}},
                 metadata=tool.metadata if isinstance(tool.metadata, dict) else {}))
@@ -579,7 +611,7 @@ def _client_toolsets(run_input: RunAgentInput) -> tuple[Any, ...]:
             raise RunInputError("bad_tool", f"a13n-harness refuses tool {tool.name!r}: {e}",
                                 detail={"tool": tool.name}) from None
     try:
-        return (ClientToolsetDefinition(toolset_id=CLIENT_TOOLSET_ID, tools=tuple(tools)),)
+        return (lib.ClientToolsetDefinition(toolset_id=CLIENT_TOOLSET_ID, tools=tuple(tools)),)
     except ValidationError as e:
         raise RunInputError("bad_tool", f"a13n-harness refuses the tools: {e}") from None
 
@@ -589,21 +621,23 @@ class _ClientContext:
     request, then leaves the projection to the Host's own middleware (if any) and a13n-harness."""
 
     def __init__(self, context: Sequence[Any], inner: Any) -> None:
+        lib = _lib()
         entries = [{"description": c.description, "value": c.value} for c in context]
-        self._block = ModelContextBlock(
-            source_id=CONTEXT_SOURCE_ID, placement=ModelContextPlacement.REQUEST_EPILOGUE,
+        self._block = lib.ModelContextBlock(
+            source_id=CONTEXT_SOURCE_ID, placement=lib.ModelContextPlacement.REQUEST_EPILOGUE,
             content='<client-context source="ag-ui">\n' + json.dumps(entries, ensure_ascii=False)
                     + "\n</client-context>") if entries else None
         self._inner = inner
         self._sent = False
 
     async def wrap_model_context(self, ctx: Any, request: Any, handler: Any) -> Any:
+        lib = _lib()
         projection = (await self._inner.wrap_model_context(ctx, request, handler) if self._inner is not None
                       else await handler(request))
         if self._block is None or self._sent:
             return projection
         self._sent = True
-        return ModelContextProjection(blocks=(self._block, *projection.blocks))
+        return lib.ModelContextProjection(blocks=(self._block, *projection.blocks))
 
 
 # -- the Run ---------------------------------------------------------------------------------------------
@@ -692,6 +726,7 @@ class A13nRunner:
         client tools for an agent that takes none), before anything is started; what the journal
         raises for a damaged store; ValueError for options the hook may not set.
         """
+        lib = _lib()
         if not run_input.thread_id.strip() or not run_input.run_id.strip():
             raise RunInputError("invalid_request", "threadId and runId must not be blank")
         thread_id = source_thread_id(run_input.thread_id)
@@ -710,14 +745,15 @@ class A13nRunner:
         try:
             stream = self.agent.stream(turn.input, previous_state=turn.previous_state,
                                        deferred_resume=turn.deferred_resume, **options)
-        except HarnessError as e:
+        except lib.HarnessError as e:
             raise RunInputError(getattr(e, "code", None) or "refused",
                                 f"a13n-harness refuses the run: {e}") from None
         return A13nRun(stream, wire_thread_id=run_input.thread_id, wire_run_id=run_input.run_id,
                        message_ids=turn.message_ids)
 
     def _bindings(self, run_input: RunAgentInput, bindings: Any) -> Any:
-        if bindings is not None and not isinstance(bindings, RunBindings):
+        lib = _lib()
+        if bindings is not None and not isinstance(bindings, lib.RunBindings):
             raise TypeError(f"bindings must be an a13n RunBindings, not {type(bindings).__name__}")
         toolsets = None
         if run_input.tools and (bindings is None or bindings.client_toolsets is None):
@@ -729,7 +765,7 @@ class A13nRunner:
             toolsets = _client_toolsets(run_input)
         context = _ClientContext(run_input.context or (), None if bindings is None else bindings.model_context)
         if bindings is None:
-            return RunBindings.embedded(client_toolsets=toolsets, model_context=context)
+            return lib.RunBindings.embedded(client_toolsets=toolsets, model_context=context)
         changes: dict[str, Any] = {"model_context": context}
         if toolsets is not None:
             changes["client_toolsets"] = toolsets
