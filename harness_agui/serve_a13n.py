@@ -280,7 +280,7 @@ async def _read_thread(journal: ThreadJournal, thread_id: str, running: Callable
             ended.append(run_id)
         elif running(run_id):
             raise ThreadConflictError("thread_busy", f"run {run_id!r} of this thread has not ended yet",
-                                      detail={"run_id": run_id})
+                                      detail={"runId": run_id})
     terminal: HarnessRunResultEvent | None = None
     anchor: _Authored | None = None
     for run_id in reversed(ended):
@@ -348,7 +348,8 @@ def _approval(interrupt_id: str, payload: Any) -> Any:
     if isinstance(payload, dict) and isinstance(payload.get("approved"), bool):
         reason = payload.get("reason")
         if reason is not None and not isinstance(reason, str):
-            raise RunInputError("bad_resume_payload", f"interrupt {interrupt_id!r}: reason must be a string")
+            raise RunInputError("bad_resume_payload", f"interrupt {interrupt_id!r}: reason must be a string",
+                                detail={"interruptId": interrupt_id})
         if payload["approved"]:
             return True
         return lib.ToolDenied(reason) if reason else False
@@ -672,7 +673,7 @@ class A13nRun:
     def cancel(self) -> None:
         """Ask the Harness to cancel the Run (``stream.cancel()``): the model request in flight is stopped,
         no further one is made, and the stream ends with the Run's ``cancelled`` terminal item (a Run not
-        yet streaming ends so as soon as it starts). Idempotent; a no-op once the Run has ended."""
+        yet streaming ends cancelled as soon as it starts). Idempotent; a no-op once the Run has ended."""
         self._cancelled = True
         self._stream.cancel()
 
@@ -692,12 +693,13 @@ class A13nRunner:
     """The runner of an a13n-harness ``ExecutableAgent`` for the AG-UI server.
 
     ``stream_options`` are passed to every ``agent.stream()`` call (``environment=``, ``usage_limits=``,
-    ``bindings=``, ...); ``configure``, when given, is called (or awaited) with an ``A13nRequest`` for
-    each request and returns more options for that Run (None for none); its options win, and it may
-    raise ``RunRefused`` to refuse the request. ``input``, ``input_factory``, ``previous_state`` and
-    ``deferred_resume`` are the runner's: giving them raises ValueError. When the options hold
-    ``bindings``, the request's tools and context are added to them (tools only when the bindings set
-    no ``client_toolsets`` of their own; a ``model_context`` middleware of theirs still runs).
+    ...); ``configure``, when given, is called (or awaited) with an ``A13nRequest`` for each request and
+    returns more options for that Run (None for none); its options win, and it may raise ``RunRefused``
+    to refuse the request. ``input``, ``input_factory``, ``previous_state`` and ``deferred_resume`` are
+    the runner's, and ``bindings`` (fresh authority for one Run, in a13n-harness's terms) come from
+    ``configure`` only: ValueError otherwise. The request's tools and context are added to the Run's
+    bindings (tools only when the bindings set no ``client_toolsets`` of their own; a ``model_context``
+    middleware of theirs still runs); without ``bindings`` the Run gets ``RunBindings.embedded()``.
 
     Raises TypeError when ``agent`` is not an a13n ``ExecutableAgent``.
     """
@@ -706,6 +708,8 @@ class A13nRunner:
         if not callable(getattr(agent, "stream", None)) or not hasattr(agent, "definition"):
             raise TypeError(f"A13nRunner takes an a13n-harness ExecutableAgent, not {type(agent).__name__}")
         _check_options(stream_options, "stream_options")
+        if "bindings" in stream_options:
+            raise ValueError("bindings are one Run's authority: return them from configure(), not stream_options")
         self.agent = agent
         self._configure = configure
         self._options = dict(stream_options)

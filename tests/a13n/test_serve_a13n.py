@@ -305,6 +305,41 @@ def test_the_user_input_carries_the_clients_message_id_into_the_journal(host_for
     assert served.run.message_ids == ("u-7",)
 
 
+def test_media_parts_reach_the_model_and_media_it_cannot_take_is_refused(host_for) -> None:
+    from pydantic_ai.messages import BinaryContent, ImageUrl
+
+    agent, model = scripted()
+    host = host_for(agent)
+
+    def media(kind: str, source: dict[str, Any]) -> dict[str, Any]:
+        return user("u-1", "") | {"content": [{"type": "text", "text": "Look:"}, {"type": kind, "source": source}]}
+
+    host.post(body(str(uuid.uuid4()), "r-1", [
+        media("image", {"type": "url", "value": "https://example.com/a.png", "mimeType": "image/png"})]))
+    host.post(body(str(uuid.uuid4()), "r-1", [
+        media("document", {"type": "data", "value": "JVBERi0xLjQ=", "mimeType": "application/pdf"})]))
+    sent = [c for request in model.requests for m in request if isinstance(m, ModelRequest) for p in m.parts
+            if isinstance(p, UserPromptPart) and not isinstance(p.content, str) for c in p.content]
+    assert [type(c).__name__ for c in sent] == ["TextContent", "ImageUrl", "TextContent", "BinaryContent"]
+    assert isinstance(sent[1], ImageUrl) and sent[1].url == "https://example.com/a.png"
+    assert isinstance(sent[3], BinaryContent) and sent[3].data == b"%PDF-1.4"
+    for source in ({"type": "data", "value": "not base64!", "mimeType": "image/png"},
+                   {"type": "file", "value": "file-123", "mimeType": "image/png"}):
+        refused = host.refused(body(str(uuid.uuid4()), "r-1", [media("image", source)]))
+        assert (refused.status, refused.code, refused.detail) == (422, "bad_message", {"messageId": "u-1"})
+
+
+def test_earlier_messages_that_cannot_be_a_history_are_refused(host_for) -> None:
+    agent, _ = scripted()
+    host = host_for(agent)
+    call = {"id": "a-0", "role": "assistant", "toolCalls": [
+        {"id": "call-0", "type": "function", "function": {"name": "add", "arguments": "{}"}}]}
+    unanswered = host.refused(body(str(uuid.uuid4()), "r-1", [user("u-0", "hi"), call, user("u-1", "and?")]))
+    assert (unanswered.code, unanswered.detail) == ("bad_history", {"toolCallIds": ["call-0"]})
+    orphan = {"id": "t-0", "role": "tool", "toolCallId": "call-9", "content": "4"}
+    assert host.refused(body(str(uuid.uuid4()), "r-1", [orphan, user("u-1", "and?")])).code == "bad_history"
+
+
 def test_messages_that_lack_the_threads_last_client_message_are_a_conflict(host_for) -> None:
     agent, _ = scripted()
     host = host_for(agent)
@@ -359,7 +394,7 @@ def test_a_running_run_makes_the_thread_busy_and_a_lost_one_is_skipped(host_for)
 
     lost = asyncio.run(lose_a_run())
     busy = host.refused(body(thread, "r-3", [user("u-1", "one"), user("u-2", "two")]))
-    assert (busy.status, busy.code, busy.detail) == (409, "thread_busy", {"run_id": lost})
+    assert (busy.status, busy.code, busy.detail) == (409, "thread_busy", {"runId": lost})
     retried = host.post(body(thread, "r-3", [user("u-1", "one"), user("u-2", "two")]), running=lambda r: False)
     assert retried.run.message_ids == ("u-2",)  # the lost Run's message is new again
     assert [p for m in model.requests[-1] for p in prompts(m)] == ["one", "two"]
@@ -528,6 +563,8 @@ def test_options_the_runner_sets_from_the_request_cannot_be_given(host_for) -> N
     agent, _ = scripted()
     with pytest.raises(ValueError, match="previous_state"):
         A13nRunner(agent, previous_state=None)
+    with pytest.raises(ValueError, match="configure"):
+        A13nRunner(agent, bindings=RunBindings.embedded())
     host = host_for(agent, configure=lambda request: {"input": "something else"})
     with pytest.raises(ValueError, match="input"):
         host.post(body(str(uuid.uuid4()), "r-1", [user("u-1", "hi")]))
