@@ -247,6 +247,14 @@ def test_a_delegating_run_is_journaled_as_one_stream_that_round_trips_with_to_a1
     valid(served.events)
 
 
+def test_the_example_runs_as_a_script_and_reports_its_five_runs(tmp_path) -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "a13n_agent.py")], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "five a13n runs on one thread, each continuing the last: True" in done.stdout
+    assert "waits for approval of deploy" in done.stdout and "confirm: Confirmed." in done.stdout
+
+
 # -- threads and history ---------------------------------------------------------------------------
 
 def test_the_next_turn_continues_from_the_journal_and_sends_the_model_only_the_new_message(host_for) -> None:
