@@ -5,13 +5,15 @@
 #   make bench  - the benchmark (not part of the tests); results in bench/results/
 #   make test-a13n - install into .venv-a13n (Python 3.13, a13n-harness), generate real a13n-harness
 #                    Runs afresh and run tests/a13n on them
+#   make test-upstream - a13n-stream-protocol 0.21.0's own test suite (its sdist, fetched now and never kept)
+#                    against harness_agui.compat installed under the name a13n_stream_protocol
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 A13N_VENV ?= .venv-a13n
 A13N_PY := $(A13N_VENV)/bin/python
 
-.PHONY: demo test test-a13n bench lint clean
+.PHONY: demo test test-a13n test-upstream bench lint clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,10 +49,27 @@ $(A13N_VENV)/.installed: pyproject.toml
 	$(A13N_PY) -m pip install --quiet -e '.[a13n,dev]'
 	touch $@
 
-test-a13n: $(A13N_VENV)/.installed
+test-a13n: $(A13N_VENV)/.installed $(A13N_VENV)/.upstream
 	@out="$$(mktemp -d)"; trap 'rm -rf "$$out"' EXIT; \
 	$(A13N_PY) tools/make_a13n_fixtures.py --out "$$out" && \
 	$(A13N_PY) -m pytest tests/a13n
+
+# a13n-stream-protocol itself, beside the compat package, for the tests that compare the two (tests/a13n) and
+# jsonschema for its own suite (make test-upstream). It pins the a13n-harness release .venv-a13n already has.
+UPSTREAM_VERSION := 0.21.0
+$(A13N_VENV)/.upstream: $(A13N_VENV)/.installed
+	$(A13N_PY) -m pip install --quiet 'a13n-stream-protocol==$(UPSTREAM_VERSION)' 'jsonschema>=4.23,<5'
+	touch $@
+
+# Upstream's suite from its sdist, in a temporary folder, with the compat package loaded under upstream's name
+# by the pytest plugin before any test module imports it.
+test-upstream: $(A13N_VENV)/.upstream
+	@work="$$(mktemp -d)"; trap 'rm -rf "$$work"' EXIT; \
+	$(A13N_PY) -m pip download --quiet --no-binary :all: --no-deps \
+		'a13n-stream-protocol==$(UPSTREAM_VERSION)' -d "$$work" && \
+	tar -xzf "$$work"/a13n_stream_protocol-$(UPSTREAM_VERSION).tar.gz -C "$$work" && \
+	cd "$$work"/a13n_stream_protocol-$(UPSTREAM_VERSION) && \
+	"$(CURDIR)/$(A13N_PY)" -m pytest -p harness_agui.compat.pytest_plugin -p no:cacheprovider -q tests
 
 bench: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e '.[bench]'

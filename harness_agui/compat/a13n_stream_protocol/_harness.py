@@ -1,0 +1,59 @@
+# The a13n-harness helpers the compat package needs, imported on first use (so
+# that the compat modules import, and their Harness-free parts work, where
+# a13n-harness is not installed), and the two that the Harness does not export
+# publicly, isolated here so a Harness release that moves them breaks one
+# import, in one place, with a clear error:
+#
+# - ``project_json``: the Harness's own JSON projection of a runtime value
+#   (a pydantic model or dataclass through its own serializers). Tool results
+#   are published in exactly the JSON the Harness gives them, so its function
+#   is used rather than a second opinion of it.
+# - ``TOOL_CONTENT_METADATA_KEY``: where a lowered ``ToolReturn`` records which
+#   item of its content list is the execution value (the rest are model-only
+#   supplements).
+
+from __future__ import annotations
+
+import functools
+from types import SimpleNamespace
+from typing import Any
+
+__all__ = ["harness", "project_json", "tool_execution_value"]
+
+
+@functools.cache
+def harness() -> SimpleNamespace:
+    """a13n-harness's and pydantic-ai's names the compat package uses. Raises
+    ImportError naming the extra when a13n-harness is missing."""
+    try:
+        import pydantic_ai.messages as messages
+        from a13n_harness._json import project_json as project
+        from a13n_harness.content import ContentItem, ContentMetadata, project_input_content
+        from a13n_harness.tools._output import TOOL_CONTENT_METADATA_KEY
+    except ImportError as error:
+        raise ImportError(
+            "harness_agui.compat.a13n_stream_protocol needs a13n-harness 0.20 or 0.21 "
+            f"(pip install 'harness-agui[a13n]', Python 3.13): {error}"
+        ) from error
+    native = (ContentItem, messages.BinaryContent, messages.ImageUrl, messages.AudioUrl, messages.VideoUrl,
+              messages.DocumentUrl, messages.UploadedFile, messages.TextContent)
+    return SimpleNamespace(
+        project_json=project,
+        project_input_content=project_input_content,
+        ContentMetadata=ContentMetadata,
+        tool_content_key=TOOL_CONTENT_METADATA_KEY,
+        native_content=native,
+    )
+
+
+def project_json(value: Any) -> Any:
+    return harness().project_json(value)
+
+
+def tool_execution_value(content: Any, metadata: dict[str, Any] | None) -> Any:
+    """The execution value of a tool result: for a lowered ``ToolReturn`` the
+    item its metadata marks, else the content itself."""
+    key = harness().tool_content_key
+    if isinstance(metadata, dict) and key in metadata:
+        return content[metadata[key]["result_index"]]
+    return content

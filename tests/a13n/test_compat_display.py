@@ -1,0 +1,67 @@
+# The compat DisplayFold against a13n-stream-protocol 0.21.0's own: both fold the event JSON upstream's observer
+# publishes for every committed real a13n-harness Run (with each native item as the fold's source, so that
+# non-success tool results fail their items), and must hold the same items and the same checkpoint JSON
+# after every item. Item timestamps come from the events, so nothing is compared by shape.
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness_agui.a13n import to_a13n
+from harness_agui.compat.a13n_stream_protocol import display as compat
+from harness_agui.core.source import HarnessRunResultEvent
+from harness_agui.wire.codec import decode
+
+pytest.importorskip("a13n_harness", reason="needs a13n-harness (Python 3.13): make test-a13n")
+upstream_stream = pytest.importorskip("a13n_stream_protocol", reason="needs a13n-stream-protocol 0.21.0")
+upstream = pytest.importorskip("a13n_stream_protocol.display")
+
+FIXTURES = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "a13n").glob("*.jsonl"))
+
+
+def runs(path: Path) -> list[list[Any]]:
+    found: list[list[Any]] = [[]]
+    for line in path.read_text().splitlines():
+        item = decode(line)
+        found[-1].append(to_a13n(item))
+        if isinstance(item, HarnessRunResultEvent):
+            found.append([])
+    return [run for run in found if run]
+
+
+@pytest.mark.parametrize("retain_content", [False, True])
+@pytest.mark.parametrize("path", FIXTURES, ids=[path.stem for path in FIXTURES])
+def test_the_compat_fold_equals_upstreams_fold_after_every_item_of_every_committed_run(
+        path: Path, retain_content: bool) -> None:
+    for items in runs(path):
+        observer = upstream_stream.HarnessAguiStreamObserver(retain_events=False)
+        theirs = upstream.DisplayFold(items[0].run_id, attempt=1, retain_content=retain_content)
+        ours = compat.DisplayFold(items[0].run_id, attempt=1, retain_content=retain_content)
+        for item in items:
+            events = [event.model_dump(mode="json", by_alias=True) for event in observer.observe(item)]
+            their_observed = theirs.fold([dict(event) for event in events], item)
+            our_observed = ours.fold([dict(event) for event in events], item)
+            assert [o.model_dump(mode="json") for o in our_observed] == [
+                o.model_dump(mode="json") for o in their_observed]
+            assert ours.export().model_dump(mode="json") == theirs.export().model_dump(mode="json")
+
+
+def test_a_restored_compat_fold_continues_like_upstreams_from_every_cut() -> None:
+    items = runs(FIXTURES[0])[0]
+    observer = upstream_stream.HarnessAguiStreamObserver(retain_events=False)
+    batches = [[e.model_dump(mode="json", by_alias=True) for e in observer.observe(item)] for item in items]
+    theirs = upstream.DisplayFold(items[0].run_id)
+    for batch in batches:
+        theirs.fold([dict(event) for event in batch])
+    for cut in range(len(batches) + 1):
+        first = compat.DisplayFold(items[0].run_id)
+        for batch in batches[:cut]:
+            first.fold([dict(event) for event in batch])
+        restored = compat.DisplayFold.restore(
+            compat.DisplaySnapshot.model_validate_json(first.export().model_dump_json()))
+        for batch in batches[cut:]:
+            restored.fold([dict(event) for event in batch])
+        assert restored.export().model_dump(mode="json") == theirs.export().model_dump(mode="json")
