@@ -77,7 +77,7 @@ except ImportError as e:  # pragma: no cover - depends on the installation
 from ag_ui.core import RunAgentInput, RunErrorEvent
 from pydantic import ValidationError
 
-from .core.errors import HarnessAguiError, HistoryError
+from .core.errors import AfterTerminalError, HarnessAguiError
 from .core.observer import HarnessAguiObserver
 from .core.reduce import Processor
 from .core.source import HarnessRunResultEvent, HarnessStreamEvent
@@ -85,7 +85,6 @@ from .host.checks import Cursor
 from .host.delivery import Delivery, parse_last_event_id, sse_id
 from .host.errors import (
     DamagedStoreError,
-    DeliveryOrderError,
     ProjectorConflictError,
     StorageError,
     UnknownEventIdError,
@@ -429,7 +428,7 @@ class AguiServer:
                 try:
                     await asyncio.to_thread(self.journal.append, item, root_run_id=run.run_id)
                 except (HarnessAguiError, TypeError) as e:
-                    if isinstance(e, StorageError) and not isinstance(e, HistoryError):  # damaged, read-only
+                    if isinstance(e, StorageError):  # damaged, read-only
                         return ("harness_agui.storage_failed", f"run {run.run_id!r}: {type(e).__name__}: {e}")
                     where = getattr(item, "sequence", "?")
                     return ("harness_agui.source_refused",
@@ -489,7 +488,7 @@ class AguiServer:
                 # A record cancelled with its projector may still commit in its thread: read again.
                 await asyncio.sleep(self._poll)
                 continue
-            except DeliveryOrderError:
+            except AfterTerminalError:
                 pass  # the Run has finished after all (its terminal events, or another failure, are recorded)
             except Exception:
                 log.exception("run %r: could not record the RUN_ERROR (%s: %s)", run.run_id, code, message)

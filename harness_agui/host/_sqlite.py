@@ -131,9 +131,13 @@ class Table:
     key: tuple[str, ...]
     indexes: tuple[tuple[str, str], ...] = ()  # (index name, column list)
     unique: tuple[tuple[str, str], ...] = ()  # unique indexes, the same way
-    # The upgrade from an earlier release's layout of this table: (its column names without crc,
+    # The upgrades from earlier releases' layouts of this table: (their column names without crc,
     # a function(conn, path) that rewrites the table in this layout inside the open's transaction).
-    upgrade: tuple[tuple[str, ...], Any] | None = None
+    upgrades: tuple[tuple[tuple[str, ...], Any], ...] = ()
+
+    def upgrade_from(self, columns: tuple[str, ...]) -> Any:
+        """The upgrade of a table found with ``columns`` (crc included), None for none."""
+        return next((up for names, up in self.upgrades if columns == (*names, "crc")), None)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -284,8 +288,7 @@ class Database:
         if self._missing(conn) or self._outdated(conn):
             with self.write("open"):
                 for table in self._outdated(conn):
-                    assert table.upgrade is not None
-                    table.upgrade[1](conn, self.path)
+                    table.upgrade_from(self._columns(conn, table))(conn, self.path)
                 for table in self._tables:
                     for statement in table.schema():
                         conn.execute(statement)
@@ -295,8 +298,7 @@ class Database:
 
     def _outdated(self, conn: sqlite3.Connection) -> list[Table]:
         # Tables in an earlier release's layout, which the open upgrades.
-        return [t for t in self._tables
-                if t.upgrade is not None and self._columns(conn, t) == (*t.upgrade[0], "crc")]
+        return [t for t in self._tables if t.upgrade_from(self._columns(conn, t)) is not None]
 
     def _open_read_only(self) -> None:
         if not os.path.isfile(self.path):
@@ -317,6 +319,10 @@ class Database:
             with self.damage():
                 missing = self._missing(self.conn())
         if missing:
+            with self.damage():
+                outdated = self._outdated(self.conn())
+            if outdated:  # an earlier release's file, which lacked a table this one adds
+                raise _earlier(self.path, outdated[0])
             raise StorageError(f"{self.path}: no table {', '.join(missing)}: not a store of this kind, or one "
                                "that was never written (a read-only store creates nothing)")
 
@@ -328,9 +334,8 @@ class Database:
         with self.read() as conn:
             for table in self._tables:
                 found = self._columns(conn, table)
-                if table.upgrade is not None and found == (*table.upgrade[0], "crc"):
-                    raise StorageError(f"{self.path}: table {table.name} has the layout of an earlier release; "
-                                       "open the store once for writing to upgrade it")
+                if table.upgrade_from(found) is not None:
+                    raise _earlier(self.path, table)
                 if found != (*table.names, "crc"):
                     raise DamagedStoreError(
                         f"its columns are ({', '.join(map(str, found))}), not ({', '.join(table.names)}, crc): "
@@ -430,6 +435,11 @@ class Database:
     @property
     def closed(self) -> bool:
         return self._closed
+
+
+def _earlier(path: str, table: Table) -> StorageError:
+    return StorageError(f"{path}: table {table.name} has the layout of an earlier release; open the store once "
+                        "for writing to upgrade it")
 
 
 def poll_interval_seconds(value: float) -> float:

@@ -114,7 +114,7 @@ ITEMS = Table(
      Column("thread_id", TEXT), Column("terminal", FLAG), Column("line", TEXT)),
     key=("run_id", "position"),
     unique=(("harness_source_items_run", "item_run_id, sequence"),),
-    upgrade=(_ITEMS_V1.names, _upgrade_items),
+    upgrades=((_ITEMS_V1.names, _upgrade_items),),
 )
 HEADS = Table(
     "harness_source_runs",
@@ -122,7 +122,7 @@ HEADS = Table(
      Column("last_sequence", INTEGER), Column("terminal", FLAG), Column("last_position", INTEGER)),
     key=("run_id",),
     indexes=(("harness_source_runs_thread", "thread_id"), ("harness_source_runs_root", "root_run_id")),
-    upgrade=(_HEADS_V1.names, _upgrade_heads),
+    upgrades=((_HEADS_V1.names, _upgrade_heads),),
 )
 
 
