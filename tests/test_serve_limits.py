@@ -144,7 +144,7 @@ def test_late_joiners_are_caught_up_off_the_event_loop_and_other_requests_are_an
     print(f"\n10 late joiners of a live Run of {calls} tool calls ({expected} events): the slowest of "
           f"{len(latencies)} unrelated requests took {max(latencies) * 1000:.0f} ms")
     assert all(b"HTTP/1.1 200" in j for j in joined)
-    assert max(latencies) < 0.3
+    assert max(latencies) < 0.5  # before: the catch-up ran on the event loop (1 s here, 9.3 s at 10,000 calls)
 
 
 def _finished_run(database: Path, deltas: int) -> int:

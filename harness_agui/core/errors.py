@@ -21,8 +21,9 @@
 #         ├── UnknownEventIdError               a Last-Event-ID the log never assigned
 #         │   └── ForeignEventIdError           ... or not an id of this Run at all (another Run's, malformed)
 #         ├── DeliveryMismatchError             a rebuilt projection differs from what was delivered
-#         └── ProjectorConflictError            another projector recorded for the Run meanwhile
-#             └── LeaseLostError                ... because this worker's lease on the Run is lost (host.postgres)
+#         ├── ProjectorConflictError            another projector recorded for the Run meanwhile
+#         │   └── LeaseLostError                ... because this worker's lease on the Run is lost (host.postgres)
+#         └── FollowerLimitError                a Run that has as many followers as it may (host.supervisor)
 #
 # The drawing is checked against the classes (tests/test_error_tree.py): each
 # class has one parent in the library, and a built-in it also is, named in

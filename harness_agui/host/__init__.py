@@ -20,6 +20,7 @@ from .errors import (
     DamagedStoreError,
     DeliveryError,
     DeliveryMismatchError,
+    FollowerLimitError,
     ForeignEventIdError,
     ForeignRunError,
     HistoryError,
@@ -66,6 +67,7 @@ __all__ = [
     "ForeignEventIdError",
     "DeliveryMismatchError",
     "ProjectorConflictError",
+    "FollowerLimitError",
 ]
 
 

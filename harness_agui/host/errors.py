@@ -51,6 +51,7 @@ __all__ = [
     "ForeignEventIdError",
     "DeliveryMismatchError",
     "ProjectorConflictError",
+    "FollowerLimitError",
 ]
 
 
@@ -166,11 +167,23 @@ class ProjectorConflictError(DeliveryError):
     delivery cursor this projector expected, ``found`` the one stored.
     """
 
-    def __init__(self, *, run_id: str, cursor: int | None, found: int | None) -> None:
-        super().__init__(f"another projector recorded events for this run since this one started (it expected "
-                         f"the delivery cursor at {cursor}, found {found})", run_id=run_id)
+    def __init__(self, *, run_id: str, cursor: int | None, found: int | None, reason: str | None = None) -> None:
+        if reason is None:
+            reason = (f"another projector recorded events for this run since this one started (it expected the "
+                      f"delivery cursor at {cursor}, found {found})")
+        super().__init__(reason, run_id=run_id)
         self.cursor = cursor
         self.found = found
+
+
+class FollowerLimitError(DeliveryError):
+    """A Run already has as many followers in this process as it may (``max_followers``); the new
+    follower is turned away before anything is streamed (a server answers 503). ``limit`` is the
+    limit."""
+
+    def __init__(self, *, run_id: str, limit: int) -> None:
+        super().__init__(f"the run already has {limit} followers here, the most it may have", run_id=run_id)
+        self.limit = limit
 
 
 def __getattr__(name: str) -> Any:

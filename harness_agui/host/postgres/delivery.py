@@ -117,6 +117,11 @@ class PostgresDeliveryLog:
         return self._db.name
 
     @property
+    def url(self) -> str:
+        """The database's URL (with its password, if it has one: do not log it; ``path`` is for that)."""
+        return self._db.url
+
+    @property
     def read_only(self) -> bool:
         """Whether the log was opened with ``read_only=True``."""
         return self._db.read_only
