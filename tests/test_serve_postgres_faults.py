@@ -3,7 +3,9 @@ server restarted. Healthy Runs must finish normally (no RUN_ERROR for a connecti
 client's stream must carry every event once, in order, through the faults, and the leases must not
 ping-pong between the servers.
 
-The database server is this test's own (``TemporaryPostgres``), since it is restarted.
+The database server is this test's own (``TemporaryPostgres``), since it is restarted, and it is made
+durable (fsync and synchronous commits on, unlike the suite's throwaway server): a restart of a server
+that acknowledges commits before they reach its disk loses them, which no client of it can make up for.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ ITEMS, PACE = 400, 0.01
 
 @pytest.fixture
 def postgres() -> Any:
-    with TemporaryPostgres() as pg:
+    with TemporaryPostgres(settings=[("fsync", "on"), ("synchronous_commit", "on")]) as pg:
         yield pg
 
 

@@ -42,7 +42,7 @@ import contextlib
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -263,6 +263,10 @@ class BatchWriter:
         except BaseException as e:
             if isinstance(e, (KeyboardInterrupt, SystemExit)):
                 raise
+            if session is not None and self.backend.lost(e):
+                with contextlib.suppress(Exception):
+                    self.backend.close(session)
+                session = None
             # One by one, each after reading what the database holds: only the write at fault fails.
             results = []
             for write, future in batch:
@@ -333,8 +337,8 @@ class SqliteStores:
     def lost(self, error: BaseException) -> bool:
         return False  # a file does not go away: a SQLite error is the call's own
 
-    @contextlib.contextmanager
-    def changes(self, run_id: str) -> Iterator[Callable[[float], Any]]:
+    @contextlib.asynccontextmanager
+    async def changes(self, run_id: str) -> AsyncIterator[Callable[[float], Awaitable[Any]]]:
         """A wait for records of ``run_id`` made by another process: SQLite has no notification, so it
         sleeps the given seconds (the caller polls; one poller per Run per process)."""
         yield asyncio.sleep

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, runtime_checkable
 
 from ag_ui.core import BaseEvent, RunErrorEvent
@@ -139,10 +139,10 @@ class Stores(Protocol):
         than that the read or write itself is wrong."""
         ...
 
-    def changes(self, run_id: str) -> AbstractContextManager[Callable[[float], Awaitable[Any]]]:
+    def changes(self, run_id: str) -> AbstractAsyncContextManager[Callable[[float], Awaitable[Any]]]:
         """For as long as the block lasts, an awaitable ``wait(seconds)`` that returns when another
-        process may have recorded events of ``run_id`` (a NOTIFY on PostgreSQL), or after ``seconds``
-        (all SQLite can do: it has no notification)."""
+        process may have recorded events of ``run_id`` since the block began or the last wait (a NOTIFY
+        on PostgreSQL), or after ``seconds`` (all SQLite can do: it has no notification)."""
         ...
 
 

@@ -79,7 +79,7 @@ from .delivery import Page
 from .errors import FollowerLimitError, ProjectorConflictError, StorageError
 from .feed import RunFeed
 from .projector import rebuild
-from .retry import READ_AGAIN
+from .retry import READ_AGAIN, RECONNECT
 from .stores import Stores
 
 __all__ = ["RunSupervisor", "FAILURE_CODES", "Reattach", "KEEPALIVE"]
@@ -326,7 +326,11 @@ class RunSupervisor:
         # Take the lease of a Run started here and drive it (``_drive_leased``); if another process holds
         # it (the same Run started there first), that one drives it and this one only serves the log.
         try:
-            await self._worker.project(run.run_id)
+            # A database out of reach for a moment (a restart, sessions ended) is waited out; the Run's
+            # Harness stream, once taken by the driver, continues through ``reattach``.
+            await RECONNECT.call_async(lambda: self._worker.project(run.run_id), self.stores.lost)
+        except asyncio.CancelledError:
+            raise
         except Exception:
             log.exception("run %r: could not drive the run under a lease", run.run_id)
         finally:
@@ -746,7 +750,9 @@ class RunSupervisor:
                     yield KEEPALIVE
                     quiet_since = loop.time()
                     continue
-                await feed.wait(after, self._keepalive - silent)
+                # Nothing after ``after`` in the feed: the follower has all it holds (or more: pages of the log
+                # may run ahead of a reader's feed), so wait for the feed to move past its own last event.
+                await feed.wait(feed.last, self._keepalive - silent)
         finally:
             self._detach(feed)
 
@@ -773,7 +779,7 @@ class RunSupervisor:
         # One reader per Run driven elsewhere: a page after each wake-up, fanned out to the followers here.
         run_id = feed.run_id
         try:
-            with self.stores.changes(run_id) as changed:
+            async with self.stores.changes(run_id) as changed:
                 while feed.followers and not (feed.local or feed.closed or feed.finished):
                     page = await self._page_after(run_id, feed.last)
                     if feed.local or feed.closed:

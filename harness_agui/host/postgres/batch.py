@@ -23,7 +23,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import psycopg
@@ -63,14 +63,15 @@ class PostgresStores:
     def lost(self, error: BaseException) -> bool:
         return connection_lost(error)
 
-    @contextlib.contextmanager
-    def changes(self, run_id: str) -> Iterator[Callable[[float], Awaitable[Any]]]:
-        """A wait for the NOTIFY of a record of ``run_id`` by any process (or the given seconds)."""
+    @contextlib.asynccontextmanager
+    async def changes(self, run_id: str) -> AsyncIterator[Callable[[float], Awaitable[Any]]]:
+        """A wait for the NOTIFY of a record of ``run_id`` by any process (or the given seconds); the
+        block starts once the listening connection listens, so no commit made after it is missed."""
         db = self.deliveries._db
         with db.waiting(DELIVERY_CHANNEL, run_id) as event:
+            await db.listening()
 
             async def wait(seconds: float) -> None:
-                await db.listening()
                 await db.wait(event, seconds)
 
             yield wait
