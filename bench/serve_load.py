@@ -91,7 +91,8 @@ def serve(args: argparse.Namespace) -> None:
     from harness_agui.serve import create_app
 
     app = create_app(bench_runner(args.pace, args.deltas), database=args.db, synchronous=args.synchronous)
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", timeout_graceful_shutdown=1)
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", timeout_graceful_shutdown=1,
+                loop=args.loop, http=args.http)
 
 
 def free_port() -> int:
@@ -101,11 +102,12 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, db: str, synchronous: str, pace: float, deltas: int) -> None:
+    def __init__(self, db: str, synchronous: str, pace: float, deltas: int, stock: bool = False) -> None:
         self.port = free_port()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "bench.serve_load", "serve", "--db", db, "--port", str(self.port),
-             "--synchronous", synchronous, "--pace", str(pace), "--deltas", str(deltas)],
+             "--synchronous", synchronous, "--pace", str(pace), "--deltas", str(deltas),
+             *(("--loop", "asyncio", "--http", "h11") if stock else ())],
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 30
         while True:
@@ -274,7 +276,7 @@ def measure(name: str, servers: list[Server], runs: int, args: argparse.Namespac
 def run_sqlite(synchronous: str, runs: int, args: argparse.Namespace) -> dict[str, Any]:
     folder = tempfile.mkdtemp(prefix="serve-load-")
     try:
-        server = Server(os.path.join(folder, "host.db"), synchronous, args.pace, args.deltas)
+        server = Server(os.path.join(folder, "host.db"), synchronous, args.pace, args.deltas, args.stock)
         try:
             return measure(f"sqlite-{synchronous.lower()}", [server], runs, args)
         finally:
@@ -288,7 +290,7 @@ def run_postgres(runs: int, args: argparse.Namespace) -> dict[str, Any]:
 
     with TemporaryPostgres(max_connections=300) as pg:
         url = pg.create_database(f"load{runs}")
-        servers = [Server(url, "FULL", args.pace, args.deltas) for _ in range(2)]
+        servers = [Server(url, "FULL", args.pace, args.deltas, args.stock) for _ in range(2)]
         try:
             assert pg.directory is not None
             return measure("postgres-2", servers, runs, args, pg_directory=pg.directory)
@@ -363,6 +365,8 @@ def main() -> None:
     server.add_argument("--synchronous", default="FULL")
     server.add_argument("--pace", type=float, default=0.02)
     server.add_argument("--deltas", type=int, default=DELTAS)
+    server.add_argument("--loop", default="auto")
+    server.add_argument("--http", default="auto")
     parser.add_argument("--runs", default="50,100,200", help="comma-separated numbers of concurrent Runs")
     parser.add_argument("--pace", type=float, default=0.02, help="seconds between a Run's items")
     parser.add_argument("--deltas", type=int, default=DELTAS)
@@ -370,6 +374,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--only", default="sqlite-normal,sqlite-full,postgres-2")
     parser.add_argument("--no-write", action="store_true", help="print only; leave bench/results alone")
+    parser.add_argument("--stock", action="store_true",
+                        help="uvicorn's pure-Python parts (asyncio loop, h11) even where uvloop and httptools are "
+                             "installed")
     args = parser.parse_args()
     if args.mode == "serve":
         serve(args)

@@ -60,6 +60,7 @@
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import sqlite3
 import threading
@@ -103,12 +104,11 @@ def _code(error: sqlite3.Error) -> int:
 
 def checksum(values: Sequence[Any]) -> int:
     """The CRC-32 a row's ``crc`` column holds: each value's length and UTF-8 text, in order."""
-    crc = 0
+    parts = []
     for value in values:
-        data = str(value).encode("utf-8", "surrogatepass")
-        crc = zlib.crc32(b"%d:" % len(data), crc)
-        crc = zlib.crc32(data, crc)
-    return crc
+        data = (value if type(value) is str else str(value)).encode("utf-8", "surrogatepass")
+        parts.append(b"%d:%s" % (len(data), data))
+    return zlib.crc32(b"".join(parts))  # the CRC of the pieces in a row is the CRC of the whole
 
 
 @attrs.frozen
@@ -122,7 +122,7 @@ class Column:
         return type(value) is int and (self.kind == INTEGER or value in (0, 1))
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)  # not slotted: the SQL texts below are computed once, on first use
 class Table:
     """A table of the kit: its columns (the ``crc`` column is added), its key, its indexes."""
 
@@ -139,16 +139,16 @@ class Table:
         """The upgrade of a table found with ``columns`` (crc included), None for none."""
         return next((up for names, up in self.upgrades if columns == (*names, "crc")), None)
 
-    @property
+    @functools.cached_property
     def names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns)
 
-    @property
+    @functools.cached_property
     def select(self) -> str:
         """The column list of a checked read: ``rowid``, every column, ``crc``."""
         return ", ".join(("rowid", *self.names, "crc"))
 
-    @property
+    @functools.cached_property
     def insert(self) -> str:
         names = (*self.names, "crc")
         return f"INSERT INTO {self.name} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"

@@ -357,9 +357,8 @@ class _SqliteBackend:
         from .journal import write_items
 
         with session.write("commit a batch") as conn:
-            for write in writes:
-                write_items(self.journal, conn, write, verify=verify)
-                write_records(self.deliveries, conn, write, verify=verify)
+            write_items(self.journal, conn, writes, verify=verify)
+            write_records(self.deliveries, conn, writes, verify=verify)
 
     def lost(self, error: BaseException) -> bool:
         return False  # a file does not go away: a SQLite error is the write's own

@@ -103,7 +103,7 @@ from ..core.errors import AfterTerminalError, ForeignRunError
 from ..core.history import HistoryCursor, StreamCursor, advance_stream
 from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
 from ..wire.agui import agui_to_json, sse_frame
-from ._sqlite import FLAG, INTEGER, TEXT, Column, Database, Table, poll_interval_seconds, rewrite_table
+from ._sqlite import FLAG, INTEGER, TEXT, Column, Database, Table, checksum, poll_interval_seconds, rewrite_table
 from .checks import Cursor
 from .errors import ForeignEventIdError, ProjectorConflictError, UnknownEventIdError
 
@@ -670,41 +670,56 @@ class SqliteDeliveryLog:
                 await asyncio.sleep(interval)
 
 
-def write_records(log: SqliteDeliveryLog, conn: Any, write: StreamWrite, *, verify: bool) -> None:
-    """Record a supervisor's events (``host.batch``) inside the caller's write transaction: the event
-    rows with their ids, the Run's row where it holds what the driver expects (else
-    ProjectorConflictError, or an IntegrityError for a row another writer created), the child Runs'
-    rows. With ``verify`` the Run's row is read first: nothing is done if the write is already there."""
-    if not write.records:
-        return
-    root = write.root_run_id
-    if verify:
-        head = log._head(conn, root)
-        found = None if head is None else (head.cursor, head.last_event_id)
-        if found != write.delivered:
-            if head is not None and found == (write.cursor, write.last_event_id) and head.finished == write.finished \
-                    and (not write.events or conn.execute(
-                        f"SELECT data FROM {EVENTS.name} WHERE run_id = ? AND event_id = ?",
-                        (root, write.last_event_id)).fetchone() == (write.events[-1].data,)):
-                return  # committed before the connection was lost, or by the batch's first attempt
-            raise ProjectorConflictError(run_id=root, cursor=None if write.delivered is None else write.delivered[0],
-                                         found=None if head is None else head.cursor)
-    if write.events:
-        conn.executemany(EVENTS.insert, [EVENTS.sealed((root, e.event_id, e.position, e.type, e.data))
-                                         for e in write.events])
-    values = (root, write.thread_id, write.cursor, write.last_event_id, int(write.finished), write.root_last_sequence)
-    if write.delivered is None:
-        conn.execute(RUNS.insert, RUNS.sealed(values))
-    else:
-        changed = conn.execute(
+def write_records(log: SqliteDeliveryLog, conn: Any, writes: Sequence[StreamWrite], *, verify: bool) -> None:
+    """Record supervisors' events (``host.batch``) inside the caller's write transaction: the event rows
+    with their ids, each Run's row where it holds what its driver expects (else ProjectorConflictError,
+    or an IntegrityError for a row another writer created), the child Runs' rows; all writes' rows in one
+    statement per table. With ``verify`` each Run's row is read first: a write already there is skipped."""
+    events: list[tuple[Any, ...]] = []
+    new: list[tuple[Any, ...]] = []
+    moved: list[tuple[Any, ...]] = []
+    children: list[tuple[Any, ...]] = []
+    for write in writes:
+        if not write.records or (verify and _already_recorded(log, conn, write)):
+            continue
+        root = write.root_run_id
+        events += [EVENTS.sealed((root, e.event_id, e.position, e.type, e.data)) for e in write.events]
+        values = (root, write.thread_id, write.cursor, write.last_event_id, int(write.finished),
+                  write.root_last_sequence)
+        if write.delivered is None:
+            new.append(RUNS.sealed(values))
+        else:
+            moved.append((*values[1:], checksum(values), root, *write.delivered))
+        children += [CHILDREN.sealed((c.run_id, root, c.thread_id, c.last_sequence, int(c.terminal)))
+                     for c in write.children]
+    if events:
+        conn.executemany(EVENTS.insert, events)
+    if new:
+        conn.executemany(RUNS.insert, new)
+    if moved:
+        changed = conn.executemany(
             f"UPDATE {RUNS.name} SET thread_id = ?, source_cursor = ?, last_event_id = ?, finished = ?, "
-            "last_sequence = ?, crc = ? WHERE run_id = ? AND source_cursor = ? AND last_event_id = ?",
-            (*values[1:], RUNS.sealed(values)[-1], root, *write.delivered)).rowcount
-        if changed != 1:
-            raise ProjectorConflictError(run_id=root, cursor=write.delivered[0], found=None)
-    if write.children:
-        conn.executemany(CHILDREN_UPSERT, [CHILDREN.sealed((c.run_id, root, c.thread_id, c.last_sequence,
-                                                            int(c.terminal))) for c in write.children])
+            "last_sequence = ?, crc = ? WHERE run_id = ? AND source_cursor = ? AND last_event_id = ?", moved).rowcount
+        if changed != len(moved):
+            raise ProjectorConflictError(run_id=moved[0][6], cursor=None, found=None, reason=(
+                "another projector recorded events for a run of this batch since its driver read it"))
+    if children:
+        conn.executemany(CHILDREN_UPSERT, children)
+
+
+def _already_recorded(log: SqliteDeliveryLog, conn: Any, write: StreamWrite) -> bool:
+    root = write.root_run_id
+    head = log._head(conn, root)
+    found = None if head is None else (head.cursor, head.last_event_id)
+    if found == write.delivered:
+        return False
+    if head is not None and found == (write.cursor, write.last_event_id) and head.finished == write.finished \
+            and (not write.events or conn.execute(
+                f"SELECT data FROM {EVENTS.name} WHERE run_id = ? AND event_id = ?",
+                (root, write.last_event_id)).fetchone() == (write.events[-1].data,)):
+        return True  # committed before the connection was lost, or by the batch's first attempt
+    raise ProjectorConflictError(run_id=root, cursor=None if write.delivered is None else write.delivered[0],
+                                 found=None if head is None else head.cursor)
 
 
 # -- the argument and cursor rules of record() and fail(), shared by the delivery logs of both backends --

@@ -69,7 +69,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -575,31 +575,42 @@ class SqliteSourceJournal:
                 await asyncio.sleep(interval)
 
 
-def write_items(journal: SqliteSourceJournal, conn: Any, write: StreamWrite, *, verify: bool) -> None:
-    """Append a supervisor's items (``host.batch``) inside the caller's write transaction: the rows and
-    the heads as the driver computed them. A second writer on the stream collides on a row's key (an
-    IntegrityError that fails the batch). With ``verify``, the stream's stored head is read first:
-    nothing is done if the rows are already there, ProjectorConflictError if another writer's are."""
-    if not write.items:
-        return
+def write_items(journal: SqliteSourceJournal, conn: Any, writes: Sequence[StreamWrite], *, verify: bool) -> None:
+    """Append supervisors' items (``host.batch``) inside the caller's write transaction: the rows and the
+    heads as the drivers computed them, all writes' rows in one statement per table. A second writer on a
+    stream collides on a row's key (an IntegrityError that fails the batch). With ``verify``, each
+    stream's stored head is read first: a write whose rows are already there is skipped,
+    ProjectorConflictError if another writer's rows are."""
+    rows: list[tuple[Any, ...]] = []
+    heads: list[tuple[Any, ...]] = []
+    for write in writes:
+        if not write.items or (verify and _already_appended(journal, conn, write)):
+            continue
+        root = write.root_run_id
+        rows += [ITEMS.sealed((root, i.position, i.run_id, i.sequence, i.thread_id, int(i.terminal), i.line))
+                 for i in write.items]
+        heads += [HEADS.sealed((h.run_id, root, h.thread_id, h.last_sequence, int(h.terminal), h.last_position))
+                  for h in write.heads]
+    if rows:
+        conn.executemany(ITEMS.insert, rows)
+        conn.executemany(HEADS_UPSERT, heads)
+
+
+def _already_appended(journal: SqliteSourceJournal, conn: Any, write: StreamWrite) -> bool:
     root = write.root_run_id
-    if verify:
-        head = journal._root(conn, root)
-        found = None if head is None else head.last_position
-        if found != write.journal_last:
-            first, last = write.items[0], write.items[-1]
-            rows = conn.execute(f"SELECT position, line FROM {ITEMS.name} WHERE run_id = ? AND position IN (?, ?)",
-                                (root, first.position, last.position)).fetchall()
-            if found is not None and found >= last.position and dict(rows) == {
-                    first.position: first.line, last.position: last.line}:
-                return  # committed before the connection was lost, or by the batch's first attempt
-            raise ProjectorConflictError(run_id=root, cursor=write.journal_last, found=found, reason=(
-                f"another writer appended to the run's stream since this one read it (it expected the stream's "
-                f"last position at {write.journal_last}, found {found})"))
-    conn.executemany(ITEMS.insert, [ITEMS.sealed((root, i.position, i.run_id, i.sequence, i.thread_id,
-                                                  int(i.terminal), i.line)) for i in write.items])
-    conn.executemany(HEADS_UPSERT, [HEADS.sealed((h.run_id, root, h.thread_id, h.last_sequence, int(h.terminal),
-                                                  h.last_position)) for h in write.heads])
+    head = journal._root(conn, root)
+    found = None if head is None else head.last_position
+    if found == write.journal_last:
+        return False
+    first, last = write.items[0], write.items[-1]
+    rows = conn.execute(f"SELECT position, line FROM {ITEMS.name} WHERE run_id = ? AND position IN (?, ?)",
+                        (root, first.position, last.position)).fetchall()
+    if found is not None and found >= last.position and dict(rows) == {first.position: first.line,
+                                                                      last.position: last.line}:
+        return True  # committed before the connection was lost, or by the batch's first attempt
+    raise ProjectorConflictError(run_id=root, cursor=write.journal_last, found=found, reason=(
+        f"another writer appended to the run's stream since this one read it (it expected the stream's last "
+        f"position at {write.journal_last}, found {found})"))
 
 
 def _contiguous(run_id: str, last: int, position: int) -> None:
