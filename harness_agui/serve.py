@@ -27,6 +27,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -41,8 +42,6 @@ try:
     from starlette.routing import Route
 except ImportError as e:  # pragma: no cover - depends on the installation
     raise ImportError("harness_agui.serve needs Starlette: pip install 'harness-agui[serve]'") from e
-
-import asyncio
 
 from ag_ui.core import RunAgentInput
 from pydantic import ValidationError

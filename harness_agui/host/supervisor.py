@@ -523,7 +523,7 @@ class RunSupervisor:
         root = run.run_id
         observer = run.observer
         assert observer is not None
-        cursor = journal_cursor = run.cursor
+        cursor = run.cursor
         last_id = run.last_event_id
         rows: list[Journaled] = []
         heads: dict[str, Head] = {}
@@ -552,7 +552,6 @@ class RunSupervisor:
                 if item.run_id != root:
                     top = after.root
                     heads[root] = Head(root, str(top.thread_id), top.next_sequence - 1, top.finished, position)
-                journal_cursor = after
             taken += 1
             try:
                 encoded = observer.observe_encoded(item)
@@ -571,7 +570,7 @@ class RunSupervisor:
             if after.finished:
                 break
         if not rows and cursor is run.cursor and failure is None:
-            return _Plan(None, cursor, journal_cursor, taken, resent, False)
+            return _Plan(None, cursor, taken, resent, False)
         position = -1 if cursor.last_position is None else cursor.last_position
         if failure is not None:
             code, message = failure
@@ -586,7 +585,7 @@ class RunSupervisor:
             finished=cursor.finished or failure is not None,
             root_last_sequence=top.next_sequence - 1 if top.started else -1, children=tuple(children.values()),
             lease=run.lease)
-        return _Plan(write, cursor, journal_cursor, taken, resent, write.finished)
+        return _Plan(write, cursor, taken, resent, write.finished)
 
     async def _commit(self, run: _Run, plan: _Plan) -> None:
         write = plan.write
@@ -814,12 +813,11 @@ class RunSupervisor:
 @attrs.frozen
 class _Plan:
     """What ``_prepare`` made of a run of items: the write (None: nothing to commit), the stream cursor
-    after the items it projected (and after those it journaled), how many items it took, an item to
-    compare with the journal before going on, and whether the write ends the Run."""
+    after the items it projected, how many items it took, an item to compare with the journal before
+    going on, and whether the write ends the Run."""
 
     write: StreamWrite | None
     cursor: StreamCursor
-    journal_cursor: StreamCursor
     taken: int
     resent: HarnessStreamEvent | None
     ends: bool
