@@ -47,7 +47,10 @@ from typing import Any, Protocol
 
 import attrs
 
+from .delivery import write_records
+from .journal import write_items
 from .retry import RECONNECT, RetryPolicy
+from .writes import Head, Journaled, Recorded, StreamWrite
 
 __all__ = ["GroupCommit", "StreamWrite", "Journaled", "Head", "Recorded", "BatchWriter", "WriterClosedError"]
 
@@ -73,74 +76,6 @@ class GroupCommit:
 
     max_items: int = attrs.field(default=512, validator=_positive_int)
     max_delay: float = attrs.field(default=0.002, validator=_seconds)
-
-
-@attrs.frozen
-class Journaled:
-    """One item to append: its position in the root's stream, its own Run and sequence, its wire line."""
-
-    position: int
-    run_id: str
-    sequence: int
-    thread_id: str
-    terminal: bool
-    line: str
-
-
-@attrs.frozen
-class Head:
-    """Where one Run of a stream stands after a write: its Thread, last sequence, whether its terminal
-    result is in, and (journal heads) the position of its last item (the stream's last, for the root)."""
-
-    run_id: str
-    thread_id: str
-    last_sequence: int
-    terminal: bool
-    last_position: int = -1
-
-
-@attrs.frozen
-class Recorded:
-    """One event to record: its id, the position of the item that produced it, its type and JSON."""
-
-    event_id: int
-    position: int
-    type: str
-    data: str
-
-
-@attrs.frozen
-class StreamWrite:
-    """What one driver commits for one root Run in one go (see the module comment).
-
-    Journal: ``items`` are appended after position ``journal_last`` (None: the stream has no item
-    yet), and ``heads`` are the head rows of the Runs they touched, afterwards. Delivery log:
-    ``events`` are recorded after ``delivered`` (the stored (cursor, last event id) the driver
-    expects; None: the Run has no delivery row yet), leaving the cursor at ``cursor`` (-1: no item
-    recorded), the last id at ``last_event_id``, the Run ``finished`` or not, the root's own last
-    sequence at ``root_last_sequence`` and the child Runs touched at ``children``. ``lease`` is the
-    PostgreSQL lease the write is fenced by. ``records`` is false when the delivery log is left
-    alone (an item journaled, nothing recorded)."""
-
-    root_run_id: str
-    thread_id: str
-    journal_last: int | None = None
-    items: tuple[Journaled, ...] = ()
-    heads: tuple[Head, ...] = ()
-    records: bool = False
-    delivered: tuple[int, int] | None = None
-    events: tuple[Recorded, ...] = ()
-    cursor: int = -1
-    last_event_id: int = 0
-    finished: bool = False
-    root_last_sequence: int = -1
-    children: tuple[Head, ...] = ()
-    lease: Any = None
-
-    @property
-    def size(self) -> int:
-        """How many source items the write holds (at least 1: a failure alone counts as one)."""
-        return max(1, len(self.items))
 
 
 class Backend(Protocol):
@@ -353,9 +288,6 @@ class _SqliteBackend:
         return self.journal._db  # its connection for the writer thread is the thread's own
 
     def commit(self, session: Any, writes: Sequence[StreamWrite], *, verify: bool) -> None:
-        from .delivery import write_records
-        from .journal import write_items
-
         with session.write("commit a batch") as conn:
             write_items(self.journal, conn, writes, verify=verify)
             write_records(self.deliveries, conn, writes, verify=verify)

@@ -47,7 +47,7 @@ from ..core.observer import HarnessAguiObserver
 from ..core.source import HarnessStreamEvent
 from ._sqlite import INTEGER, TEXT, Column, Database, Table
 from .errors import DamagedStoreError, StorageError
-from .stores import CheckpointStore, SourceJournal
+from .protocols import CheckpointStore, SourceJournal
 
 __all__ = ["SqliteCheckpointStore", "StoredCheckpoint", "resume_from_checkpoint", "CHECKPOINTS"]
 

@@ -108,7 +108,7 @@ from .checks import Cursor
 from .errors import ForeignEventIdError, ProjectorConflictError, UnknownEventIdError
 
 if TYPE_CHECKING:
-    from .batch import StreamWrite
+    from .writes import StreamWrite
 
 __all__ = ["Delivery", "Page", "SqliteDeliveryLog", "parse_last_event_id", "sse_id"]
 

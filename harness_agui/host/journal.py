@@ -84,7 +84,7 @@ from .checks import Cursor, _check_args, check_prefix, check_tail
 from .errors import JournalConflictError, ProjectorConflictError
 
 if TYPE_CHECKING:
-    from .batch import StreamWrite
+    from .writes import StreamWrite
 
 __all__ = ["SqliteSourceJournal"]
 

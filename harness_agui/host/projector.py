@@ -34,7 +34,7 @@ from .checkpoints import resume_from_checkpoint
 from .checks import Cursor
 from .delivery import Delivery
 from .errors import DeliveryMismatchError, ProjectorConflictError
-from .stores import CheckpointStore, DeliveryLog, SourceJournal
+from .protocols import CheckpointStore, DeliveryLog, SourceJournal
 
 __all__ = ["project_run", "rebuild", "Rebuilt"]
 

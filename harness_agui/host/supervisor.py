@@ -73,14 +73,15 @@ from ..core.reduce import Processor
 from ..core.source import HarnessStreamEvent
 from ..wire.agui import agui_to_json, sse_frame
 from ..wire.codec import encode
-from .batch import BatchWriter, GroupCommit, Head, Journaled, Recorded, StreamWrite
+from .batch import BatchWriter, GroupCommit
 from .checks import Cursor
 from .delivery import Page
 from .errors import FollowerLimitError, ProjectorConflictError, StorageError
 from .feed import RunFeed
 from .projector import rebuild
+from .protocols import Stores
 from .retry import READ_AGAIN, RECONNECT
-from .stores import Stores
+from .writes import Head, Journaled, Recorded, StreamWrite
 
 __all__ = ["RunSupervisor", "FAILURE_CODES", "Reattach", "KEEPALIVE"]
 

@@ -29,8 +29,9 @@ from typing import Any
 import psycopg
 import psycopg_pool
 
-from ..batch import BatchWriter, GroupCommit, StreamWrite
+from ..batch import BatchWriter, GroupCommit
 from ..errors import ProjectorConflictError
+from ..writes import StreamWrite
 from ._pg import DELIVERY_CHANNEL, JOURNAL_CHANNEL, STREAMS_CHANNEL, notify_key
 from .delivery import CHILDREN as DELIVERY_CHILDREN
 from .delivery import EVENTS, PostgresDeliveryLog
