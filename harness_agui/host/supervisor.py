@@ -71,7 +71,7 @@ from ..core.history import StreamCursor, advance_stream
 from ..core.observer import HarnessAguiObserver
 from ..core.reduce import Processor
 from ..core.source import HarnessStreamEvent
-from ..wire.agui import agui_to_json, sse_frame
+from ..wire.agui import SSE_KEEPALIVE, agui_to_json, sse_frame
 from ..wire.codec import encode
 from .batch import BatchWriter, GroupCommit
 from .checks import Cursor
@@ -102,7 +102,7 @@ FAILURE_CODES = {
 }
 """The ``code`` of the RUN_ERROR that ends a Run that could not end normally."""
 
-KEEPALIVE = b": keep-alive\n\n"
+KEEPALIVE = SSE_KEEPALIVE.encode()
 
 FANOUT_FREE = 8
 FANOUT_PAUSE = 0.0002
