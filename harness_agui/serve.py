@@ -32,8 +32,8 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import AsyncIterable, AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 try:
     from starlette.applications import Starlette
@@ -52,9 +52,13 @@ from .host.batch import GroupCommit
 from .host.checks import Cursor
 from .host.delivery import parse_last_event_id
 from .host.errors import FollowerLimitError, StorageError, UnknownEventIdError
+from .host.protocols import DeliveryLog, SourceJournal
 from .host.stores import is_postgres_url, open_stores, stores_of
 from .host.supervisor import FAILURE_CODES, Reattach, RunSupervisor
 from .wire.agui import sse_retry
+
+if TYPE_CHECKING:
+    from .host.postgres import PostgresLeases
 
 __all__ = [
     "AguiServer",
@@ -132,7 +136,7 @@ class AguiServer:
     """
 
     def __init__(self, runner: Runner, *, database: str | os.PathLike[str] | None = None,
-                 journal: Any = None, deliveries: Any = None,
+                 journal: SourceJournal | None = None, deliveries: DeliveryLog | None = None,
                  synchronous: str = "FULL", processor: Processor | None = None, reattach: Reattach | None = None,
                  runs_path: str = "/runs", events_path: str = "/threads/{thread_id}/runs/{run_id}/events",
                  keepalive: float = 15.0, retry: float = 3.0, poll_interval: float = 0.05,
@@ -145,7 +149,7 @@ class AguiServer:
                 raise ValueError(f"{name} must be a number of seconds > 0, not {value!r}")
         if "{thread_id}" not in events_path or "{run_id}" not in events_path:
             raise ValueError(f"events_path must hold {{thread_id}} and {{run_id}}: {events_path!r}")
-        leases: Any = None
+        leases: PostgresLeases | None = None
         if database is not None:
             if journal is not None or deliveries is not None:
                 raise ValueError("give either database or journal and deliveries, not both")
@@ -158,9 +162,9 @@ class AguiServer:
         try:
             self.stores = stores_of(journal, deliveries)
             if database is not None and is_postgres_url(database):
-                from .host.postgres import PostgresLeases
+                from .host.postgres import PostgresLeases as Leases
 
-                leases = PostgresLeases(os.fspath(database), ttl=lease_ttl)
+                leases = Leases(os.fspath(database), ttl=lease_ttl)
             self.supervisor = RunSupervisor(
                 self.stores, processor=processor, reattach=reattach, group_commit=group_commit, leases=leases,
                 scan_interval=max(poll_interval, 0.2), poll_interval=poll_interval, catch_up_after=catch_up_after,
@@ -226,7 +230,7 @@ class AguiServer:
     async def _get_events(self, request: Request) -> Response:
         return await self._answer(self._follow_run(request))
 
-    async def _answer(self, handling: Any) -> Response:
+    async def _answer(self, handling: Awaitable[Response]) -> Response:
         try:
             response: Response = await handling
             return response

@@ -47,8 +47,9 @@ from typing import Any, Protocol
 
 import attrs
 
-from .delivery import write_records
-from .journal import write_items
+from ._sqlite import Database
+from .delivery import SqliteDeliveryLog, write_records
+from .journal import SqliteSourceJournal, write_items
 from .retry import RECONNECT, RetryPolicy
 from .writes import Head, Journaled, Recorded, StreamWrite
 
@@ -261,7 +262,7 @@ def _settle(entries: list[tuple[asyncio.Future[None], BaseException | None]]) ->
 class SqliteStores:
     """A ``SqliteSourceJournal`` and a ``SqliteDeliveryLog`` on one file, as the supervisor drives them."""
 
-    def __init__(self, journal: Any, deliveries: Any) -> None:
+    def __init__(self, journal: SqliteSourceJournal, deliveries: SqliteDeliveryLog) -> None:
         self.journal = journal
         self.deliveries = deliveries
 
@@ -280,11 +281,11 @@ class SqliteStores:
 
 
 class _SqliteBackend:
-    def __init__(self, journal: Any, deliveries: Any) -> None:
+    def __init__(self, journal: SqliteSourceJournal, deliveries: SqliteDeliveryLog) -> None:
         self.journal = journal
         self.deliveries = deliveries
 
-    def connect(self) -> Any:
+    def connect(self) -> Database:
         return self.journal._db  # its connection for the writer thread is the thread's own
 
     def commit(self, session: Any, writes: Sequence[StreamWrite], *, verify: bool) -> None:

@@ -61,7 +61,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from ag_ui.core import RunErrorEvent
@@ -82,6 +82,9 @@ from .projector import rebuild
 from .protocols import Stores
 from .retry import READ_AGAIN, RECONNECT
 from .writes import Head, Journaled, Recorded, StreamWrite
+
+if TYPE_CHECKING:
+    from .postgres import FencedDeliveryLog, Lease, PostgresLeases, Worker
 
 __all__ = ["RunSupervisor", "FAILURE_CODES", "Reattach", "KEEPALIVE"]
 
@@ -130,7 +133,7 @@ class _Run:
     feed: RunFeed
     source: AsyncIterable[HarnessStreamEvent] | None = None  # a POSTed Run's stream, until its driver takes it
     task: asyncio.Task[Any] | None = None
-    lease: Any = None
+    lease: Lease | None = None
     observer: HarnessAguiObserver | None = None
     cursor: StreamCursor = attrs.field(factory=StreamCursor)  # the stream after the last recorded item
     journal_end: int | None = None  # the journal's last position
@@ -161,7 +164,8 @@ class RunSupervisor:
     """
 
     def __init__(self, stores: Stores, *, processor: Processor | None = None, reattach: Reattach | None = None,
-                 group_commit: GroupCommit | None = None, leases: Any = None, scan_interval: float = 0.5,
+                 group_commit: GroupCommit | None = None, leases: PostgresLeases | None = None,
+                 scan_interval: float = 0.5,
                  poll_interval: float = 0.05, recheck: float = 30.0, catch_up_after: int | None = 1000,
                  max_followers: int = 1000, window: int = 1024, page: int = 512, keepalive: float = 15.0,
                  batch_items: int = 256, queue_items: int = 1024) -> None:
@@ -196,7 +200,7 @@ class RunSupervisor:
         self._runs: dict[str, _Run] = {}
         self._feeds: dict[str, RunFeed] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._worker: Any = None
+        self._worker: Worker | None = None
         self._worker_task: asyncio.Task[None] | None = None
         self._stopped = False
 
@@ -326,10 +330,12 @@ class RunSupervisor:
     async def _lease_posted(self, run: _Run) -> None:
         # Take the lease of a Run started here and drive it (``_drive_leased``); if another process holds
         # it (the same Run started there first), that one drives it and this one only serves the log.
+        worker = self._worker
+        assert worker is not None
         try:
             # A database out of reach for a moment (a restart, sessions ended) is waited out; the Run's
             # Harness stream, once taken by the driver, continues through ``reattach``.
-            await RECONNECT.call_async(lambda: self._worker.project(run.run_id), self.stores.lost)
+            await RECONNECT.call_async(lambda: worker.project(run.run_id), self.stores.lost)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -339,7 +345,7 @@ class RunSupervisor:
                 self._forget(run)
             await _close(run.source)
 
-    async def _drive_leased(self, run_id: str, fenced: Any) -> None:
+    async def _drive_leased(self, run_id: str, fenced: FencedDeliveryLog) -> None:
         # Called by the Worker with this process's lease on the Run: a Run started here (its runner's
         # stream), or one taken over (re-attached to its Harness, if it can be).
         run = self._runs.get(run_id)
