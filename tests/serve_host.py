@@ -1,6 +1,7 @@
 """An AG-UI server for the serve tests: ``harness_agui.serve`` under uvicorn, with a scripted Harness.
 
     python tests/serve_host.py DATABASE PORT SCENARIO [--keepalive SECONDS] [--catch-up-after N]
+                               [--items N] [--pace SECONDS] [--synchronous MODE]
 
 tests/test_serve.py starts it as a child process (the demo Harness is
 started through the command line instead: ``harness-agui serve --demo``).
@@ -10,7 +11,13 @@ Each scenario is a Harness that answers any request with the Run it names:
   was never started: the journal accepts it (its order is right), the
   projection refuses it;
 - ``raises``: a few good items, a pause, then the Harness stream raises;
-- ``stalls``: a few good items, then nothing for a long while (keep-alives).
+- ``stalls``: a few good items, then nothing for a long while (keep-alives);
+- ``paced``: a Run of ``--items`` text deltas (one event each) and its result, one item every
+  ``--pace`` seconds; restarted or taken over, it is re-attached after the journal's cursor;
+- ``tools``: ``--items`` tool calls with their results as fast as the server takes them, then
+  nothing for a long while (a long live Run for late joiners).
+
+DATABASE is a SQLite file or a ``postgresql://`` URL (several servers may share one).
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import uvicorn
 from ag_ui.core import RunAgentInput
@@ -38,8 +46,45 @@ def good_items(run_input: RunAgentInput) -> list[HarnessStreamEvent]:
     return b.items
 
 
-def harness(scenario: str):  # type: ignore[no-untyped-def]
+def paced_items(thread_id: str, run_id: str, count: int) -> list[HarnessStreamEvent]:
+    b = SourceBuilder(thread_id, run_id)
+    b.user("Count for me.")
+    b.request()
+    b.text(0, [f"{n} " for n in range(count)])
+    b.completed("counted", input_tokens=10, output_tokens=count)
+    return b.items
+
+
+def tool_items(thread_id: str, run_id: str, count: int) -> list[HarnessStreamEvent]:
+    b = SourceBuilder(thread_id, run_id)
+    b.user("Call the tool many times.")
+    for n in range(count):
+        b.request()
+        b.tool_call(0, "lookup", f"call-{n}", ['{"n": ', f"{n}}}"])
+        b.tool_result(f"call-{n}", "lookup", {"n": n})
+    return b.items
+
+
+def harness(scenario: str, items: int = 300, pace: float = 0.01):  # type: ignore[no-untyped-def]
+    async def paced(thread_id: str, run_id: str, after: int | None) -> AsyncIterator[HarnessStreamEvent]:
+        for item in paced_items(thread_id, run_id, items)[0 if after is None else after + 1:]:
+            await asyncio.sleep(pace)
+            yield item
+
+    async def tools(thread_id: str, run_id: str) -> AsyncIterator[HarnessStreamEvent]:
+        for item in tool_items(thread_id, run_id, items):
+            yield item
+        await asyncio.sleep(3600)
+
     async def run(run_input: RunAgentInput) -> AsyncIterator[HarnessStreamEvent]:
+        if scenario == "paced":
+            async for item in paced(run_input.thread_id, run_input.run_id, None):
+                yield item
+            return
+        if scenario == "tools":
+            async for item in tools(run_input.thread_id, run_input.run_id):
+                yield item
+            return
         items = good_items(run_input)
         for item in items:
             yield item
@@ -55,7 +100,10 @@ def harness(scenario: str):  # type: ignore[no-untyped-def]
         else:
             raise ValueError(f"unknown scenario {scenario!r}")
 
-    return run
+    def reattach(thread_id: str, run_id: str, after: int | None) -> AsyncIterator[HarnessStreamEvent]:
+        return paced(thread_id, run_id, after)
+
+    return run, (reattach if scenario == "paced" else None)
 
 
 def main() -> None:
@@ -65,9 +113,14 @@ def main() -> None:
     parser.add_argument("scenario")
     parser.add_argument("--keepalive", type=float, default=15.0)
     parser.add_argument("--catch-up-after", type=int, default=1000)
+    parser.add_argument("--items", type=int, default=300)
+    parser.add_argument("--pace", type=float, default=0.01)
+    parser.add_argument("--synchronous", default="NORMAL")
     args = parser.parse_args()
-    app = create_app(harness(args.scenario), database=args.database, synchronous="NORMAL",
-                     keepalive=args.keepalive, poll_interval=0.02, catch_up_after=args.catch_up_after)
+    runner, reattach = harness(args.scenario, args.items, args.pace)
+    options: dict[str, Any] = {} if args.database.startswith("postgresql://") else {"synchronous": args.synchronous}
+    app = create_app(runner, reattach=reattach, database=args.database, keepalive=args.keepalive,
+                     poll_interval=0.02, catch_up_after=args.catch_up_after, **options)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", timeout_graceful_shutdown=1)
 
 

@@ -48,6 +48,7 @@ from harness_agui.core.history import INITIAL_CURSOR, advance
 from harness_agui.host import (
     DeliveryError,
     JournalConflictError,
+    SqliteDeliveryLog,
     SqliteSourceJournal,
     StorageError,
     check_prefix,
@@ -257,8 +258,9 @@ def test_every_history_error_is_an_observation_error_and_every_library_error_has
         assert issubclass(cls, HarnessAguiError)
     assert issubclass(DecodeError, HarnessAguiError) and issubclass(DecodeError, ValueError)
     assert issubclass(StorageError, HarnessAguiError) and issubclass(StorageError, ValueError)
-    assert issubclass(DeliveryError, StorageError)
-    assert issubclass(JournalConflictError, SequenceOrderError) and issubclass(JournalConflictError, StorageError)
+    assert issubclass(DeliveryError, HarnessAguiError) and issubclass(DeliveryError, ValueError)
+    assert not issubclass(DeliveryError, StorageError)  # a refused request is not a failing store
+    assert issubclass(JournalConflictError, SequenceOrderError) and not issubclass(JournalConflictError, StorageError)
 
 
 def test_a_history_error_located_at_a_file_line_keeps_its_class_and_attributes() -> None:
@@ -327,8 +329,15 @@ def by_sqlite_journal(items: list[HarnessStreamEvent]) -> None:
             assert asyncio.run(_read(journal.read_prefix(items[0].run_id, through=through))) == items
 
 
+def by_sqlite_delivery_log(items: list[HarnessStreamEvent]) -> None:
+    with tempfile.TemporaryDirectory() as folder, \
+            SqliteDeliveryLog(Path(folder) / "host.db", synchronous="OFF") as log:
+        for item in items:
+            log.record(item, ())
+
+
 READERS = {"observer": by_observer, "Journal": by_journal_file, "check_prefix": by_check_prefix,
-           "SqliteSourceJournal": by_sqlite_journal}
+           "SqliteSourceJournal": by_sqlite_journal, "SqliteDeliveryLog": by_sqlite_delivery_log}
 
 
 def verdicts(items: list[HarnessStreamEvent]) -> dict[str, Verdict]:
@@ -389,8 +398,8 @@ def test_every_reader_refuses_an_order_fault_with_the_same_error_class(fault, da
     items = [*case.history, case.item]
     assert case.error is ORDER_FAULTS[fault]
     for name, read in READERS.items():
-        if name == "SqliteSourceJournal" and fault == "run_changed":
-            continue  # below: the SQLite journal keeps Runs apart
+        if name in ("SqliteSourceJournal", "SqliteDeliveryLog") and fault == "run_changed":
+            continue  # below: the SQLite stores keep Runs apart
         with pytest.raises(HistoryError) as raised:
             read(items)
         assert isinstance(raised.value, case.error), f"{name}: {raised.value!r}"
@@ -400,7 +409,7 @@ def test_every_reader_refuses_an_order_fault_with_the_same_error_class(fault, da
 
 @settings(max_examples=20)
 @given(data=st.data())
-def test_the_sqlite_journal_files_an_item_of_another_run_under_that_run_where_it_is_a_late_start(data) -> None:
+def test_the_sqlite_stores_file_an_item_of_another_run_under_that_run_where_it_is_a_late_start(data) -> None:
     # One journal holds many Runs, so an item of another Run is not a fault of
     # this Run's history there: it is the first item of the other Run, and
     # one that does not carry 0. The Run read back is untouched.
@@ -415,3 +424,11 @@ def test_the_sqlite_journal_files_an_item_of_another_run_under_that_run_where_it
         assert (raised.value.run_id, raised.value.expected) == (case.item.run_id, 0)
         prefix = journal.read_prefix(history[0].run_id, through=len(history) - 1)
         assert asyncio.run(_read(prefix)) == history
+    with tempfile.TemporaryDirectory() as folder, \
+            SqliteDeliveryLog(Path(folder) / "host.db", synchronous="OFF") as log:
+        for item in history:
+            log.record(item, ())
+        with pytest.raises(SequenceGapError) as raised:
+            log.record(case.item, ())
+        assert (raised.value.run_id, raised.value.expected) == (case.item.run_id, 0)
+        assert log.cursor(history[0].run_id) == len(history) - 1

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -21,10 +22,10 @@ from harness_agui import HarnessAguiObserver, HarnessStreamEvent
 from harness_agui.core.history import StreamCursor, advance_stream
 from harness_agui.host import (
     AfterTerminalError,
-    DeliveryOrderError,
     ForeignRunError,
     JournalConflictError,
     SequenceGapError,
+    SequenceOrderError,
     SqliteDeliveryLog,
     SqliteSourceJournal,
     StorageError,
@@ -215,9 +216,8 @@ def test_the_delivery_cursor_is_the_position_of_the_last_recorded_item(tmp_path,
         assert [d.data for d in log.replay(root)] == uninterrupted(stream)
         child = children(stream)[0]
         again = next(i for i in stream if i.run_id == child and i.sequence == 1)
-        with pytest.raises(DeliveryOrderError) as info:
+        with pytest.raises(AfterTerminalError):
             log.record(again, [], root_run_id=root)
-        assert isinstance(info.value.__cause__, AfterTerminalError)
 
 
 def test_the_delivery_log_refuses_a_childs_item_out_of_its_order(tmp_path):
@@ -228,10 +228,10 @@ def test_the_delivery_log_refuses_a_childs_item_out_of_its_order(tmp_path):
     with SqliteDeliveryLog(tmp_path / "d.db") as log:
         for item in items[:upto]:
             log.record(item, [], root_run_id=root)
-        for wrong, cause in ((kid[1], "SequenceOrderError"), (kid[3], "SequenceGapError")):
-            with pytest.raises(DeliveryOrderError) as info:
+        for wrong, fault in ((kid[1], SequenceOrderError), (kid[3], SequenceGapError)):
+            with pytest.raises(fault) as info:
                 log.record(wrong, [], root_run_id=root)
-            assert type(info.value.__cause__).__name__ == cause and info.value.cursor == upto - 1
+            assert type(info.value) is fault and log.cursor(root) == upto - 1
         assert log.cursor(root) == upto - 1
 
 
@@ -301,11 +301,54 @@ def test_a_delivery_log_of_the_layout_before_streams_is_upgraded_and_continues(t
         SqliteDeliveryLog(path, read_only=True)
     with SqliteDeliveryLog(path) as log:
         assert log.cursor("run-demo") == cut and log.last_event_id("run-demo") == len(events)
-        with pytest.raises(DeliveryOrderError):
+        with pytest.raises(SequenceOrderError):
             log.record(items[cut], [])
         for item, batch in batches[cut + 1:]:
             log.record(item, batch, expected_cursor=log.cursor("run-demo"))
         assert [d.data for d in log.replay("run-demo")] == [agui_to_json(e) for _, b in batches for e in b]
+
+
+def test_a_delivery_log_that_kept_every_runs_cursor_as_json_is_upgraded_to_a_row_per_child_and_continues(
+        tmp_path, stream):
+    root = stream[0].run_id
+    observer = HarnessAguiObserver()
+    batches = [(item, observer.observe(item)) for item in stream]
+    cut = next(n for n, item in enumerate(stream) if item.run_id != root) + 3
+    path = tmp_path / "v2.db"
+    with SqliteDeliveryLog(path) as log:
+        for item, batch in batches[:cut + 1]:
+            log.record(item, batch, root_run_id=root)
+    # The same file as the release that kept the stream's cursors in one JSON column wrote it.
+    with sqlite3.connect(path) as conn:
+        run = conn.execute("SELECT run_id, thread_id, source_cursor, last_event_id, finished, last_sequence "
+                           "FROM harness_agui_delivery_runs").fetchone()
+        cursors = {run[0]: [run[1], run[5] + 1, bool(run[4])]}
+        for child, thread, last, ended in conn.execute("SELECT run_id, thread_id, last_sequence, terminal FROM "
+                                                       "harness_agui_delivery_children"):
+            cursors[child] = [thread, last + 1, bool(ended)]
+        conn.execute("DROP TABLE harness_agui_delivery_children")
+        conn.execute("DROP TABLE harness_agui_delivery_runs")
+        conn.execute("CREATE TABLE harness_agui_delivery_runs (run_id TEXT NOT NULL, thread_id TEXT NOT NULL, "
+                     "source_cursor INTEGER NOT NULL, last_event_id INTEGER NOT NULL, finished INTEGER NOT NULL, "
+                     "runs TEXT NOT NULL, crc INTEGER NOT NULL, PRIMARY KEY (run_id))")
+        values = (*run[:5], json.dumps(cursors, separators=(",", ":")))
+        conn.execute("INSERT INTO harness_agui_delivery_runs VALUES (?, ?, ?, ?, ?, ?, ?)", (*values, checksum(values)))
+    assert len(cursors) > 1
+    with pytest.raises(StorageError, match="earlier release"):
+        SqliteDeliveryLog(path, read_only=True)
+    with SqliteDeliveryLog(path) as log:
+        assert log.cursor(root) == cut
+        with pytest.raises(SequenceOrderError):
+            log.record(stream[cut], [], root_run_id=root)
+        for item, batch in batches[cut + 1:]:
+            log.record(item, batch, root_run_id=root, expected_cursor=log.cursor(root))
+        assert [d.data for d in log.replay(root)] == uninterrupted(stream)
+    with sqlite3.connect(path) as conn:
+        upgraded = conn.execute("SELECT run_id, root_run_id, thread_id, last_sequence, terminal FROM "
+                                "harness_agui_delivery_children ORDER BY run_id").fetchall()
+    assert upgraded == sorted((run_id, root, next(i.thread_id for i in stream if i.run_id == run_id),
+                               max(i.sequence for i in stream if i.run_id == run_id), 0)
+                              for run_id in children(stream))
 
 
 # -- the JSONL journal ------------------------------------------------------------------

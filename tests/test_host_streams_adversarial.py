@@ -536,7 +536,7 @@ def test_a_host_upgraded_mid_run_projects_the_delegation_that_follows_without_a_
 @given(items=delegating_histories().filter(bool), data=st.data())
 def test_the_delivery_log_refuses_every_record_but_the_streams_next_item_and_writes_nothing(
         tmp_path_factory, items, data):
-    from harness_agui.host import DeliveryOrderError
+    from harness_agui.host import HistoryError
 
     root = items[0].run_id
     path = tmp_path_factory.mktemp("log") / "d.db"
@@ -560,7 +560,7 @@ def test_the_delivery_log_refuses_every_record_but_the_streams_next_item_and_wri
                 candidates = [n]  # (nothing to try: draws nothing below)
             for wrong in data.draw(st.lists(st.sampled_from(candidates), max_size=2 if candidates != [n] else 0)):
                 last = log.last_event_id(root) if n else 0
-                with pytest.raises(DeliveryOrderError):
+                with pytest.raises(HistoryError):
                     log.record(items[wrong], [], root_run_id=root)
                 assert log.cursor(root) == (n - 1 if n else None)
                 assert (log.last_event_id(root) if n else 0) == last
@@ -570,7 +570,7 @@ def test_the_delivery_log_refuses_every_record_but_the_streams_next_item_and_wri
 
 
 def test_two_recorders_racing_on_one_stream_record_each_item_once(tmp_path):
-    from harness_agui.host import DeliveryOrderError, ProjectorConflictError
+    from harness_agui.host import HistoryError, ProjectorConflictError
 
     items = real("nested_subagents")
     root = items[0].run_id
@@ -585,7 +585,7 @@ def test_two_recorders_racing_on_one_stream_record_each_item_once(tmp_path):
                     try:
                         log.record(item, events, root_run_id=root, expected_cursor=n - 1 if n else None)
                         wins.append(n)
-                    except (ProjectorConflictError, DeliveryOrderError):
+                    except (ProjectorConflictError, HistoryError):
                         pass
             except BaseException as e:  # pragma: no cover - reported below
                 errors.append(e)

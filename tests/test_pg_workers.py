@@ -169,6 +169,42 @@ def test_the_leases_of_a_worker_whose_connection_died_are_taken_over_at_once(url
     second.close()
 
 
+def end_sessions(url: str, *pids: int) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as admin:
+        for pid in pids:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+
+
+def test_workers_whose_liveness_sessions_ended_take_their_locks_again_and_take_no_live_run_meanwhile(url):
+    with PostgresLeases(url, ttl=30, rejoin_grace=0.5) as a, PostgresLeases(url, ttl=30, rejoin_grace=0.5) as b:
+        lease = b.acquire("run-b")
+        assert lease is not None
+        end_sessions(url, a._alive.info.backend_pid, b._alive.info.backend_pid)  # as a server restart does
+        assert a.alive() and a.rejoins == 1  # its connection was found lost, opened again, its lock taken again
+        assert a.acquire("run-b") is None  # b's lock is free for now, but a has only just rejoined
+        time.sleep(0.6)
+        assert b.alive() and b.rejoins == 1
+        assert a.acquire("run-b") is None  # b holds its lock again: its live Run stays its own
+        assert b.holder_of("run-b") == (b.holder, lease.token, True)
+        assert a.alive() and a.rejoins == 1  # a held connection is only checked
+
+
+def test_a_worker_that_cannot_take_its_liveness_lock_again_takes_no_run(url):
+    import psycopg
+
+    from harness_agui.host.postgres._pg import LOCK_WORKER
+
+    with PostgresLeases(url, ttl=30) as a, psycopg.connect(url, autocommit=True) as squatter:
+        end_sessions(url, a._alive.info.backend_pid)
+        squatter.execute("SELECT pg_advisory_lock(%s, %s)", (LOCK_WORKER, a.holder))  # its holder's lock
+        assert not a.alive()
+        assert a.acquire("run-new") is None
+        squatter.execute("SELECT pg_advisory_unlock(%s, %s)", (LOCK_WORKER, a.holder))
+        assert a.alive() and a.acquire("run-new") is not None
+
+
 def test_a_paused_holder_cannot_record_after_its_lease_expired_and_another_worker_took_over(url):
     items = simulated_run()
     observer = HarnessAguiObserver()

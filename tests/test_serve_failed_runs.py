@@ -14,7 +14,7 @@ from serve_host import good_items
 from harness_agui import HarnessAguiObserver
 from harness_agui.core.source import PartDeltaEvent, TextPartDelta
 from harness_agui.host import (
-    DeliveryOrderError,
+    AfterTerminalError,
     ProjectorConflictError,
     SqliteDeliveryLog,
     SqliteSourceJournal,
@@ -45,7 +45,7 @@ def test_fail_records_one_run_error_as_the_last_event_and_ends_the_run(tmp_path:
             return [d.event_id async for d in log.follow("run-demo", after=last - 1)]
 
         assert asyncio.run(asyncio.wait_for(follow(), 5)) == [last, last + 1]  # and then it ends
-        with pytest.raises(DeliveryOrderError):
+        with pytest.raises(AfterTerminalError):
             log.record(simulated_run()[5], ())
         assert log.last_event_id("run-demo") == last + 1
 
@@ -57,7 +57,7 @@ def test_fail_is_refused_for_a_moved_cursor_or_a_finished_run_and_writes_nothing
             log.fail("run-demo", ERROR, expected_cursor=3)
         assert not log.finished("run-demo")
         log.fail("run-demo", ERROR, expected_cursor=4)
-        with pytest.raises(DeliveryOrderError):
+        with pytest.raises(AfterTerminalError):
             log.fail("run-demo", ERROR, expected_cursor=4)
         with pytest.raises(TypeError):
             log.fail("run-demo", RunStartedEvent(thread_id="t", run_id="run-demo"), expected_cursor=4)  # type: ignore[arg-type]

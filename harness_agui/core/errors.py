@@ -1,36 +1,44 @@
 # The library's errors, in one tree.
 #
-#     HarnessAguiError                      everything this library raises on purpose
-#     ├── AguiObservationError              the observer's contract was broken (SPEC section 5)
-#     │   ├── HistoryError                  the order of a Run's history (core.history.advance)
-#     │   │   ├── ForeignRunError           an item of another Run or Thread
-#     │   │   ├── SequenceOrderError        a repeated or decreasing sequence
-#     │   │   │   └── JournalConflictError  ... whose item differs from the one stored there (host)
-#     │   │   ├── SequenceGapError          a skipped sequence (a retention gap)
-#     │   │   │   └── UnknownSubagentError  ... of a subagent Run the stream never announced (core.reduce)
-#     │   │   ├── AfterTerminalError        an item after the terminal result
-#     │   │   │   └── FinishedSubagentError ... of, or naming, a subagent Run that already finished
-#     │   │   └── IncompletePrefixError     a prefix that stops short of its handoff cursor
-#     │   ├── CheckpointError               a checkpoint refused: corrupt, foreign, other version or processor
-#     │   └── EventsNotRetainedError        snapshot() of an observer that keeps no events (retain_events=False)
-#     ├── DecodeError (also ValueError)     a wire line that does not decode (wire.codec)
-#     └── StorageError (also ValueError)    a Host-kit store refused a value; nothing was written (host.errors)
-#         ├── JournalConflictError          (see above: also a SequenceOrderError)
-#         ├── DamagedStoreError             the store's file is damaged (names the table and row)
-#         ├── ReadOnlyStoreError            a write to a store opened read-only
-#         └── DeliveryError
-#             ├── DeliveryOrderError        a delivery recorded out of source order
-#             ├── UnknownEventIdError       a Last-Event-ID the log never assigned
-#             │   └── ForeignEventIdError   ... or not an id of this Run at all (another Run's, malformed)
-#             ├── DeliveryMismatchError     a rebuilt projection differs from what was delivered
-#             └── ProjectorConflictError    another projector recorded for the Run meanwhile
+#     HarnessAguiError                          everything this library raises on purpose
+#     ├── AguiObservationError                  the observer's contract was broken (SPEC section 5)
+#     │   ├── HistoryError                      the order of a Run's history, whichever reader found it
+#     │   │   ├── ForeignRunError               an item of another Run or Thread
+#     │   │   │   └── UnknownSubagentError      ... of a subagent Run the stream never announced
+#     │   │   ├── SequenceOrderError            a repeated or decreasing sequence
+#     │   │   │   └── JournalConflictError      ... where a journal holds a different item (host)
+#     │   │   ├── SequenceGapError              a skipped sequence (a retention gap)
+#     │   │   ├── AfterTerminalError            an item after the terminal result
+#     │   │   │   └── FinishedSubagentError     ... of, or naming, a subagent Run that already finished
+#     │   │   └── IncompletePrefixError         a prefix that stops short of its handoff cursor
+#     │   ├── CheckpointError                   a checkpoint refused: corrupt, foreign, other version or processor
+#     │   └── EventsNotRetainedError            snapshot() of an observer that keeps no events
+#     ├── DecodeError (also ValueError)         a wire line that does not decode (wire.codec)
+#     ├── StorageError (also ValueError)        a store cannot keep or give back what it holds (host.errors)
+#     │   ├── DamagedStoreError                 the store's file is damaged (names the table and row)
+#     │   └── ReadOnlyStoreError                a write to a store opened read-only
+#     └── DeliveryError (also ValueError)       the delivery log refused a request; nothing was written (host)
+#         ├── UnknownEventIdError               a Last-Event-ID the log never assigned
+#         │   └── ForeignEventIdError           ... or not an id of this Run at all (another Run's, malformed)
+#         ├── DeliveryMismatchError             a rebuilt projection differs from what was delivered
+#         ├── ProjectorConflictError            another projector recorded for the Run meanwhile
+#         │   └── LeaseLostError                ... because this worker's lease on the Run is lost (host.postgres)
+#         └── FollowerLimitError                a Run that has as many followers as it may (host.supervisor)
+#
+# The drawing is checked against the classes (tests/test_error_tree.py): each
+# class has one parent in the library, and a built-in it also is, named in
+# parentheses, is its only other base. So a catch site never has to ask
+# "which branch is this really": an order fault is a HistoryError whoever
+# found it (the observer, a journal, a delivery log, a checker), a
+# StorageError is only ever the store itself failing, and a DeliveryError is
+# the delivery log turning a request down.
 #
 # Wrong Python types raise TypeError and bad arguments ValueError, as
 # everywhere in Python; those are not in the tree.
 #
 # The history errors live here, in the core, because every reader raises
 # them: the reducer (so observe() and resume()), the JSONL journal reader, the
-# Host kit's checks and its SQLite journal. They are AguiObservationErrors on
+# Host kit's checks, its journals and its delivery logs. They are AguiObservationErrors on
 # purpose: a Host that catches the library's error around resume() to retry
 # catches them too, and the observer is left fresh either way. Each keeps its
 # arguments as attributes (``run_id``, ``sequence``, ``expected``, ...), so a
@@ -38,8 +46,9 @@
 # knows where the item came from (a journal file) locates the error with
 # ``at(line, source)``, which puts ``source:line:`` in front of the message.
 #
-# DecodeError and StorageError stay ValueErrors, as they always were: the
-# caller passed a value (a line, an item, an event id) that cannot be taken.
+# DecodeError, StorageError and DeliveryError stay ValueErrors, as they
+# always were: the caller passed a value (a line, a file, an event id) that
+# cannot be taken.
 
 from __future__ import annotations
 

@@ -10,15 +10,17 @@ at once, or read-only (``read_only=True``), and check every row they read: a
 damaged file raises ``DamagedStoreError`` instead of serving a wrong event.
 """
 
+from typing import Any
+
 from .checkpoints import SqliteCheckpointStore, StoredCheckpoint, resume_from_checkpoint
 from .checks import Cursor, check_prefix, check_tail
-from .delivery import Delivery, SqliteDeliveryLog, parse_last_event_id
+from .delivery import Delivery, Page, SqliteDeliveryLog, parse_last_event_id
 from .errors import (
     AfterTerminalError,
     DamagedStoreError,
     DeliveryError,
     DeliveryMismatchError,
-    DeliveryOrderError,
+    FollowerLimitError,
     ForeignEventIdError,
     ForeignRunError,
     HistoryError,
@@ -42,6 +44,7 @@ __all__ = [
     "SqliteSourceJournal",
     "SqliteDeliveryLog",
     "Delivery",
+    "Page",
     "parse_last_event_id",
     "project_run",
     "SqliteCheckpointStore",
@@ -60,9 +63,18 @@ __all__ = [
     "ReadOnlyStoreError",
     "JournalConflictError",
     "DeliveryError",
-    "DeliveryOrderError",
     "UnknownEventIdError",
     "ForeignEventIdError",
     "DeliveryMismatchError",
     "ProjectorConflictError",
+    "FollowerLimitError",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # Names kept for one release, with a DeprecationWarning (see host.errors).
+    from . import errors
+
+    if name == "DeliveryOrderError":
+        return errors.__getattr__(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -60,6 +60,7 @@
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import sqlite3
 import threading
@@ -103,12 +104,11 @@ def _code(error: sqlite3.Error) -> int:
 
 def checksum(values: Sequence[Any]) -> int:
     """The CRC-32 a row's ``crc`` column holds: each value's length and UTF-8 text, in order."""
-    crc = 0
+    parts = []
     for value in values:
-        data = str(value).encode("utf-8", "surrogatepass")
-        crc = zlib.crc32(b"%d:" % len(data), crc)
-        crc = zlib.crc32(data, crc)
-    return crc
+        data = (value if type(value) is str else str(value)).encode("utf-8", "surrogatepass")
+        parts.append(b"%d:%s" % (len(data), data))
+    return zlib.crc32(b"".join(parts))  # the CRC of the pieces in a row is the CRC of the whole
 
 
 @attrs.frozen
@@ -122,7 +122,7 @@ class Column:
         return type(value) is int and (self.kind == INTEGER or value in (0, 1))
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)  # not slotted: the SQL texts below are computed once, on first use
 class Table:
     """A table of the kit: its columns (the ``crc`` column is added), its key, its indexes."""
 
@@ -131,20 +131,24 @@ class Table:
     key: tuple[str, ...]
     indexes: tuple[tuple[str, str], ...] = ()  # (index name, column list)
     unique: tuple[tuple[str, str], ...] = ()  # unique indexes, the same way
-    # The upgrade from an earlier release's layout of this table: (its column names without crc,
+    # The upgrades from earlier releases' layouts of this table: (their column names without crc,
     # a function(conn, path) that rewrites the table in this layout inside the open's transaction).
-    upgrade: tuple[tuple[str, ...], Any] | None = None
+    upgrades: tuple[tuple[tuple[str, ...], Any], ...] = ()
 
-    @property
+    def upgrade_from(self, columns: tuple[str, ...]) -> Any:
+        """The upgrade of a table found with ``columns`` (crc included), None for none."""
+        return next((up for names, up in self.upgrades if columns == (*names, "crc")), None)
+
+    @functools.cached_property
     def names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns)
 
-    @property
+    @functools.cached_property
     def select(self) -> str:
         """The column list of a checked read: ``rowid``, every column, ``crc``."""
         return ", ".join(("rowid", *self.names, "crc"))
 
-    @property
+    @functools.cached_property
     def insert(self) -> str:
         names = (*self.names, "crc")
         return f"INSERT INTO {self.name} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
@@ -284,8 +288,7 @@ class Database:
         if self._missing(conn) or self._outdated(conn):
             with self.write("open"):
                 for table in self._outdated(conn):
-                    assert table.upgrade is not None
-                    table.upgrade[1](conn, self.path)
+                    table.upgrade_from(self._columns(conn, table))(conn, self.path)
                 for table in self._tables:
                     for statement in table.schema():
                         conn.execute(statement)
@@ -295,8 +298,7 @@ class Database:
 
     def _outdated(self, conn: sqlite3.Connection) -> list[Table]:
         # Tables in an earlier release's layout, which the open upgrades.
-        return [t for t in self._tables
-                if t.upgrade is not None and self._columns(conn, t) == (*t.upgrade[0], "crc")]
+        return [t for t in self._tables if t.upgrade_from(self._columns(conn, t)) is not None]
 
     def _open_read_only(self) -> None:
         if not os.path.isfile(self.path):
@@ -317,6 +319,10 @@ class Database:
             with self.damage():
                 missing = self._missing(self.conn())
         if missing:
+            with self.damage():
+                outdated = self._outdated(self.conn())
+            if outdated:  # an earlier release's file, which lacked a table this one adds
+                raise _earlier(self.path, outdated[0])
             raise StorageError(f"{self.path}: no table {', '.join(missing)}: not a store of this kind, or one "
                                "that was never written (a read-only store creates nothing)")
 
@@ -328,9 +334,8 @@ class Database:
         with self.read() as conn:
             for table in self._tables:
                 found = self._columns(conn, table)
-                if table.upgrade is not None and found == (*table.upgrade[0], "crc"):
-                    raise StorageError(f"{self.path}: table {table.name} has the layout of an earlier release; "
-                                       "open the store once for writing to upgrade it")
+                if table.upgrade_from(found) is not None:
+                    raise _earlier(self.path, table)
                 if found != (*table.names, "crc"):
                     raise DamagedStoreError(
                         f"its columns are ({', '.join(map(str, found))}), not ({', '.join(table.names)}, crc): "
@@ -430,6 +435,11 @@ class Database:
     @property
     def closed(self) -> bool:
         return self._closed
+
+
+def _earlier(path: str, table: Table) -> StorageError:
+    return StorageError(f"{path}: table {table.name} has the layout of an earlier release; open the store once "
+                        "for writing to upgrade it")
 
 
 def poll_interval_seconds(value: float) -> float:

@@ -47,7 +47,7 @@ from ..core.observer import HarnessAguiObserver
 from ..core.source import HarnessStreamEvent
 from ._sqlite import INTEGER, TEXT, Column, Database, Table
 from .errors import DamagedStoreError, StorageError
-from .journal import SqliteSourceJournal
+from .protocols import CheckpointStore, SourceJournal
 
 __all__ = ["SqliteCheckpointStore", "StoredCheckpoint", "resume_from_checkpoint", "CHECKPOINTS"]
 
@@ -252,7 +252,7 @@ def _foreign(found: str, expected: str) -> CheckpointError:
     return CheckpointError(f"a checkpoint of run {found!r}, not of run {expected!r}", problem="foreign")
 
 
-async def _between(journal: SqliteSourceJournal, run_id: str, after: int, through: int,
+async def _between(journal: SourceJournal, run_id: str, after: int, through: int,
                    ) -> AsyncIterator[HarnessStreamEvent]:
     """The journal's items of the Run's stream at positions after ``after``
     through ``through`` (checked as ``tail`` checks them)."""
@@ -270,8 +270,8 @@ async def _between(journal: SqliteSourceJournal, run_id: str, after: int, throug
         await items.aclose()  # type: ignore[attr-defined]
 
 
-async def resume_from_checkpoint(observer: HarnessAguiObserver, store: SqliteCheckpointStore,
-                                 journal: SqliteSourceJournal, run_id: str, *, through: int | None,
+async def resume_from_checkpoint(observer: HarnessAguiObserver, store: CheckpointStore,
+                                 journal: SourceJournal, run_id: str, *, through: int | None,
                                  processor_identity: str | None = None,
                                  ) -> StoredCheckpoint | None:
     """Resume fresh ``observer`` with root Run ``run_id``'s stream through

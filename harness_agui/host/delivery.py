@@ -1,6 +1,7 @@
 # The durable AG-UI delivery log, and the protocol that makes it crash-safe.
 #
-#     harness_agui_delivery_runs(run_id, thread_id, source_cursor, last_event_id, finished, runs, crc)
+#     harness_agui_delivery_runs(run_id, thread_id, source_cursor, last_event_id, finished, last_sequence, crc)
+#     harness_agui_delivery_children(run_id, root_run_id, thread_id, last_sequence, terminal, crc)
 #     harness_agui_deliveries(run_id, event_id, source_position, event_type, data, crc)
 #
 # A Run here is a root Run: its one stream carries the items of the child Runs
@@ -8,10 +9,11 @@
 # Run's events. Every AG-UI event a Host publishes gets an id: 1, 2, 3, ...
 # per root Run, in publication order, stored with the event's JSON (camelCase,
 # as clients read it) and the position in the stream of the source item that
-# produced it (its sequence, for a Run without child Runs). ``runs`` holds
-# where each Run of the stream stands (thread, next sequence, ended), as
-# JSON, so that ``record`` checks every item by the same rule as every other
-# reader. The ids are the
+# produced it (its sequence, for a Run without child Runs). Where each Run of
+# the stream stands is kept so that ``record`` checks every item by the same
+# rule as every other reader: the root's own last sequence in its run row,
+# each child Run's in a row of its own (so recording a child's item reads and
+# writes that child's row only, whatever the number of child Runs). The ids are the
 # log's own, independent of source sequences (one item may produce no event
 # or several), and never reused. A UI client that reconnects with the
 # Server-Sent Events ``Last-Event-ID`` header is served every event after that
@@ -83,33 +85,45 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import functools
 import hashlib
 import json
 import os
 import re
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from ag_ui.core import BaseEvent, EventType, RunErrorEvent
 from pyrsistent import pmap
+from pyrsistent.typing import PMap
 
 from ..core.encode import EncodedEvent
-from ..core.errors import HistoryError
+from ..core.errors import AfterTerminalError, ForeignRunError
 from ..core.history import HistoryCursor, StreamCursor, advance_stream
 from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
-from ..wire.agui import agui_to_json
-from ._sqlite import FLAG, INTEGER, TEXT, Column, Database, Table, poll_interval_seconds, rewrite_table
+from ..wire.agui import agui_to_json, sse_frame
+from ._sqlite import FLAG, INTEGER, TEXT, Column, Database, Table, checksum, poll_interval_seconds, rewrite_table
 from .checks import Cursor
-from .errors import DeliveryOrderError, ForeignEventIdError, ProjectorConflictError, UnknownEventIdError
+from .errors import ForeignEventIdError, ProjectorConflictError, UnknownEventIdError
 
-__all__ = ["Delivery", "SqliteDeliveryLog", "parse_last_event_id", "sse_id"]
+if TYPE_CHECKING:
+    from .writes import StreamWrite
+
+__all__ = ["Delivery", "Page", "SqliteDeliveryLog", "parse_last_event_id", "sse_id"]
 
 # The layout of the release before streams: no per-Run cursors, source sequences.
 _RUNS_V1 = Table(
     "harness_agui_delivery_runs",
     (Column("run_id", TEXT), Column("thread_id", TEXT), Column("source_cursor", INTEGER),
      Column("last_event_id", INTEGER), Column("finished", FLAG)),
+    key=("run_id",),
+)
+# The layout of the first release with streams: every Run's cursor in one JSON column of the root's row.
+_RUNS_V2 = Table(
+    "harness_agui_delivery_runs",
+    (Column("run_id", TEXT), Column("thread_id", TEXT), Column("source_cursor", INTEGER),
+     Column("last_event_id", INTEGER), Column("finished", FLAG), Column("runs", TEXT)),
     key=("run_id",),
 )
 _EVENTS_V1 = Table(
@@ -120,9 +134,29 @@ _EVENTS_V1 = Table(
 )
 
 
-def _upgrade_runs(conn: Any, path: str) -> None:
+def _upgrade_runs_v1(conn: Any, path: str) -> None:
     # Every Run of that release was a stream without children: its cursor was its sequence.
-    rewrite_table(conn, path, _RUNS_V1, RUNS, lambda v: (*v, _runs_json({v[0]: (v[1], v[2] + 1, bool(v[4]))})))
+    rewrite_table(conn, path, _RUNS_V1, RUNS, lambda v: (*v, v[2]))
+
+
+def _upgrade_runs_v2(conn: Any, path: str) -> None:
+    # The JSON of every Run's cursor becomes the root's last sequence and one row per child Run.
+    children: list[tuple[Any, ...]] = []
+
+    def convert(v: tuple[Any, ...]) -> tuple[Any, ...]:
+        run_id = v[0]
+        try:
+            runs = {run: (str(thread), int(due), bool(ended)) for run, (thread, due, ended) in json.loads(v[5]).items()}
+            _, due, _ = runs.pop(run_id)
+        except (ValueError, TypeError, KeyError, AttributeError) as e:
+            raise _RUNS_V2.damaged(path, v, f"column runs does not hold the stream's cursors ({e})") from None
+        children.extend((child, run_id, thread, due - 1, int(ended)) for child, (thread, due, ended) in runs.items())
+        return (*v[:5], due - 1)
+
+    rewrite_table(conn, path, _RUNS_V2, RUNS, convert)
+    for statement in CHILDREN.schema():
+        conn.execute(statement)
+    conn.executemany(CHILDREN.insert, [CHILDREN.sealed(row) for row in children])
 
 
 def _upgrade_events(conn: Any, path: str) -> None:
@@ -132,27 +166,29 @@ def _upgrade_events(conn: Any, path: str) -> None:
 RUNS = Table(
     "harness_agui_delivery_runs",
     (Column("run_id", TEXT), Column("thread_id", TEXT), Column("source_cursor", INTEGER),
-     Column("last_event_id", INTEGER), Column("finished", FLAG), Column("runs", TEXT)),
+     Column("last_event_id", INTEGER), Column("finished", FLAG), Column("last_sequence", INTEGER)),
     key=("run_id",),
-    upgrade=(_RUNS_V1.names, _upgrade_runs),
+    upgrades=((_RUNS_V1.names, _upgrade_runs_v1), (_RUNS_V2.names, _upgrade_runs_v2)),
+)
+CHILDREN = Table(
+    "harness_agui_delivery_children",
+    (Column("run_id", TEXT), Column("root_run_id", TEXT), Column("thread_id", TEXT),
+     Column("last_sequence", INTEGER), Column("terminal", FLAG)),
+    key=("run_id",),
+    indexes=(("harness_agui_delivery_children_root", "root_run_id"),),
 )
 EVENTS = Table(
     "harness_agui_deliveries",
     (Column("run_id", TEXT), Column("event_id", INTEGER), Column("source_position", INTEGER),
      Column("event_type", TEXT), Column("data", TEXT)),
     key=("run_id", "event_id"),
-    upgrade=(_EVENTS_V1.names, _upgrade_events),
+    upgrades=((_EVENTS_V1.names, _upgrade_events),),
 )
-
-
-def _runs_json(runs: dict[str, tuple[str | None, int, bool]]) -> str:
-    return json.dumps({run: list(value) for run, value in runs.items()}, separators=(",", ":"),
-                      ensure_ascii=False)
-
-
-def _stream_json(cursor: StreamCursor) -> str:
-    both = [(cursor.root.run_id, cursor.root), *cursor.children.items()]
-    return _runs_json({run: (c.thread_id, c.next_sequence, c.finished) for run, c in both if run is not None})
+RUNS_UPSERT = (f"{RUNS.insert} ON CONFLICT (run_id) DO UPDATE SET source_cursor = excluded.source_cursor, "
+               "last_event_id = excluded.last_event_id, finished = excluded.finished, "
+               "last_sequence = excluded.last_sequence, crc = excluded.crc")
+CHILDREN_UPSERT = (f"{CHILDREN.insert} ON CONFLICT (run_id) DO UPDATE SET last_sequence = excluded.last_sequence, "
+                   "terminal = excluded.terminal, crc = excluded.crc")
 
 _PAGE = 512
 _TAG_DIGITS = 8
@@ -171,7 +207,9 @@ def _parse_event(data: str) -> BaseEvent:
     return event
 
 
+@functools.lru_cache(maxsize=4096)
 def _run_tag(run_id: str) -> str:
+    # Computed once per Run (while it is among the latest few thousand asked for), not per event.
     return hashlib.sha256(run_id.encode("utf-8", "surrogatepass")).hexdigest()[:_TAG_DIGITS]
 
 
@@ -206,7 +244,7 @@ class Delivery:
     def sse(self) -> str:
         """The Server-Sent Events frame for this event, carrying its id (``id: <sse_id>``): the stored JSON
         as it is (one line: compact JSON holds no line break)."""
-        return f"id: {self.sse_id}\ndata: {self.data}\n\n"
+        return sse_frame(self.data, event_id=self.sse_id)
 
 
 def sse_id(run_id: str, event_id: int) -> str:
@@ -260,6 +298,29 @@ class _Unchecked(enum.Enum):
 
 
 @attrs.frozen
+class Page:
+    """One page of a Run's recorded events (``SqliteDeliveryLog.page``): the ``deliveries``, in id
+    order, the Run's ``last_event_id`` and whether it had ``finished`` when the page was read."""
+
+    deliveries: tuple[Delivery, ...]
+    last_event_id: int
+    finished: bool
+
+
+def run_id_of(cursor: HistoryCursor) -> str:
+    """The run id of a cursor that is bound to its Run."""
+    assert cursor.run_id is not None
+    return cursor.run_id
+
+
+def _check_page(after: int, limit: int) -> None:
+    if not isinstance(after, int) or isinstance(after, bool) or after < 0:
+        raise ValueError(f"after is an event number >= 0, not {after!r}")
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        raise ValueError(f"limit must be an int >= 1, not {limit!r}")
+
+
+@attrs.frozen
 class _Head:
     """A Run's row of the delivery log, checked against the highest event id stored."""
 
@@ -267,19 +328,14 @@ class _Head:
     cursor: int
     last_event_id: int
     finished: bool
-    runs: str
+    last_sequence: int
 
-    def stream(self, run_id: str, path: str) -> StreamCursor:
-        """The stream cursor after the recorded items; DamagedStoreError for a ``runs`` it cannot read."""
-        try:
-            data = json.loads(self.runs)
-            cursors = {run: HistoryCursor(run, thread, int(due), bool(ended))
-                       for run, (thread, due, ended) in data.items()}
-            root = cursors.pop(run_id)
-        except (ValueError, TypeError, KeyError, AttributeError) as e:
-            raise RUNS.damaged(path, None, f"column runs does not hold the stream's cursors ({e})",
-                               run_id=run_id) from None
-        return StreamCursor(root, pmap(cursors), self.cursor + 1, opened=True)
+    def stream(self, run_id: str, child: HistoryCursor | None = None) -> StreamCursor:
+        """The stream cursor after the recorded items, as far as one more item needs it: the root's
+        own cursor and, for an item of a child Run the stream holds, that child's (``child``)."""
+        root = HistoryCursor(run_id, self.thread_id, self.last_sequence + 1, self.finished)
+        children: PMap[str, HistoryCursor] = pmap() if child is None else pmap({run_id_of(child): child})
+        return StreamCursor(root, children, self.cursor + 1, opened=True)
 
 
 class SqliteDeliveryLog:
@@ -303,7 +359,7 @@ class SqliteDeliveryLog:
     def __init__(self, path: str | os.PathLike[str], *, poll_interval: float = 0.05, synchronous: str = "FULL",
                  timeout: float = 30.0, read_only: bool = False) -> None:
         self._poll_interval = poll_interval_seconds(poll_interval)
-        self._db = Database(path, synchronous=synchronous, timeout=timeout, tables=(RUNS, EVENTS),
+        self._db = Database(path, synchronous=synchronous, timeout=timeout, tables=(RUNS, CHILDREN, EVENTS),
                             read_only=read_only)
 
     @property
@@ -337,41 +393,42 @@ class SqliteDeliveryLog:
 
         Raises TypeError for a value that is not a source item or an AG-UI
         event; ``ProjectorConflictError`` when the stored cursor is not
-        ``expected_cursor`` (another projector recorded since); and
-        ``DeliveryOrderError`` when the item is not the stream's next one by
-        ``core.history.advance_stream`` (the root's first record is sequence
-        0, each Run's later ones its next sequence, nothing after the root's
-        terminal item, each Run keeps its Thread): already recorded, skipped
-        ahead, after the terminal item, another Thread. Its ``__cause__`` is
-        the ``HistoryError`` that says which. ``ReadOnlyStoreError`` on a
-        read-only log, ``DamagedStoreError`` when the Run's stored rows are
+        ``expected_cursor`` (another projector recorded since); and the
+        ``HistoryError`` of ``core.history.advance_stream`` when the item is
+        not the stream's next one, the class every reader raises for the
+        fault (the journals included): ``SequenceOrderError`` (already
+        recorded), ``SequenceGapError`` (skipped ahead, or a first record
+        that is not sequence 0), ``AfterTerminalError`` (after the root's
+        terminal item, or after ``fail``), ``ForeignRunError`` (another
+        Thread, or a child Run of another stream). ``ReadOnlyStoreError`` on
+        a read-only log, ``DamagedStoreError`` when the Run's stored rows are
         damaged, sqlite3 errors for storage failures. On any error nothing
-        is written.
+        is written. Recording an item of a child Run reads and writes that
+        child's row only: its cost does not grow with the number of child
+        Runs in the stream.
         """
         checked = expected_cursor is not _Unchecked.UNCHECKED
         run_id, rows = record_rows(item, events, expected_cursor, checked, root_run_id)
         with self._db.write("record", EVENTS) as conn:
             head = self._head(conn, run_id)
-            found = expect_cursor(run_id, head, expected_cursor, checked)
+            expect_cursor(run_id, head, expected_cursor, checked)
             if head is None:
                 last_id, cursor = 0, StreamCursor.of(run_id)
             else:
-                last_id, cursor = head.last_event_id, head.stream(run_id, self.path)
-            try:
-                after = advance_stream(cursor, item)
-            except HistoryError as e:
-                raise DeliveryOrderError(f"cannot record: {e.reason}", run_id=run_id, sequence=item.sequence,
-                                         cursor=found) from e
+                child = None if item.run_id == run_id else self._child(conn, run_id, item)
+                last_id, cursor = head.last_event_id, head.stream(run_id, child)
+            after = advance_stream(cursor, item)
             position = after.next_position - 1
             out = tuple(Delivery(run_id, last_id + i, position, kind, data) for i, (kind, data) in enumerate(rows, 1))
             conn.executemany(EVENTS.insert, [
                 EVENTS.sealed((d.run_id, d.event_id, position, d.event_type, d.data)) for d in out])
-            conn.execute(
-                f"{RUNS.insert} ON CONFLICT (run_id) DO UPDATE SET source_cursor = excluded.source_cursor, "
-                "last_event_id = excluded.last_event_id, finished = excluded.finished, runs = excluded.runs, "
-                "crc = excluded.crc",
-                RUNS.sealed((run_id, after.root.thread_id, position, last_id + len(out), int(after.finished),
-                             _stream_json(after))))
+            root = after.root
+            conn.execute(RUNS_UPSERT, RUNS.sealed((run_id, root.thread_id, position, last_id + len(out),
+                                                   int(after.finished), root.next_sequence - 1)))
+            if item.run_id != run_id:
+                kid = after.children[item.run_id]
+                conn.execute(CHILDREN_UPSERT, CHILDREN.sealed((item.run_id, run_id, kid.thread_id,
+                                                               kid.next_sequence - 1, int(kid.finished))))
         return out
 
     # -- a Run that ends without its terminal item (used by harness_agui.serve) ----------
@@ -397,7 +454,7 @@ class SqliteDeliveryLog:
 
         Raises TypeError when ``event`` is not a ``RunErrorEvent``;
         ``ProjectorConflictError`` when the stored cursor is not
-        ``expected_cursor``; ``DeliveryOrderError`` when the Run has already
+        ``expected_cursor``; ``AfterTerminalError`` when the Run has already
         finished (its terminal events, or an earlier failure, are recorded);
         ValueError when nothing is recorded and ``thread_id`` is missing;
         ``ReadOnlyStoreError``, ``DamagedStoreError`` and sqlite3 errors as
@@ -407,23 +464,16 @@ class SqliteDeliveryLog:
         with self._db.write("fail", EVENTS) as conn:
             head = self._head(conn, run_id)
             check_fail(run_id, head, expected_cursor, thread_id)
-            runs: dict[str, Any]
             if head is None:
                 assert thread_id is not None  # check_fail saw to it
-                last_id, cursor, thread = 0, -1, thread_id
-                runs = {run_id: [thread_id, 0, True]}
+                last_id, cursor, thread, last_sequence = 0, -1, thread_id, -1
             else:
-                last_id, cursor, thread = head.last_event_id, head.cursor, head.thread_id
-                head.stream(run_id, self.path)  # a runs column that cannot be read is damage
-                runs = json.loads(head.runs)
-                runs[run_id][2] = True  # the root's stream has ended: record() refuses what follows
+                last_id, cursor, thread, last_sequence = (head.last_event_id, head.cursor, head.thread_id,
+                                                          head.last_sequence)
             delivery = Delivery(run_id, last_id + 1, cursor, EventType.RUN_ERROR.value, data)
             conn.execute(EVENTS.insert, EVENTS.sealed((run_id, delivery.event_id, cursor, delivery.event_type, data)))
-            conn.execute(
-                f"{RUNS.insert} ON CONFLICT (run_id) DO UPDATE SET last_event_id = excluded.last_event_id, "
-                "finished = excluded.finished, runs = excluded.runs, crc = excluded.crc",
-                RUNS.sealed((run_id, thread, cursor, delivery.event_id, 1,
-                             json.dumps(runs, separators=(",", ":"), ensure_ascii=False))))
+            # finished: the root's stream has ended, so record() refuses whatever follows
+            conn.execute(RUNS_UPSERT, RUNS.sealed((run_id, thread, cursor, delivery.event_id, 1, last_sequence)))
         return delivery
 
     # -- reading -----------------------------------------------------------------
@@ -463,6 +513,22 @@ class SqliteDeliveryLog:
             rows = conn.execute(f"SELECT {EVENTS.select} FROM {EVENTS.name} WHERE run_id = ? AND event_id > ? "
                                 "ORDER BY event_id", (run_id, start)).fetchall()
         return tuple(self._deliveries(run_id, start, rows, last, to_the_end=True))
+
+    def page(self, run_id: str, *, after: int, limit: int = _PAGE) -> Page:
+        """At most ``limit`` recorded events of the Run after event number ``after`` (the log's own
+        number, 0 for the first), in id order, read in one snapshot with the Run's last event id and
+        whether it has finished: a reader pages through a long Run without holding it in memory.
+
+        Raises ``UnknownEventIdError`` for an ``after`` beyond the last id assigned, ValueError for a
+        negative ``after`` or a ``limit`` below 1, ``DamagedStoreError`` as ``replay`` does."""
+        _check_page(after, limit)
+        with self._db.read(EVENTS, f"the events of run {run_id!r} after {after}") as conn:
+            head = self._head(conn, run_id)
+            last = check_known_id(run_id, 0 if head is None else head.last_event_id, after, after)
+            rows = conn.execute(f"SELECT {EVENTS.select} FROM {EVENTS.name} WHERE run_id = ? AND event_id > ? "
+                                "ORDER BY event_id LIMIT ?", (run_id, after, limit)).fetchall()
+        deliveries = self._deliveries(run_id, after, rows, last, to_the_end=len(rows) < limit)
+        return Page(tuple(deliveries), last, head is not None and head.finished)
 
     def follow(self, run_id: str, *, after: str | int | None = None, poll_interval: float | None = None,
                ) -> AsyncIterator[Delivery]:
@@ -520,7 +586,7 @@ class SqliteDeliveryLog:
                 raise RUNS.damaged(path, None, f"missing, while {EVENTS.name} holds events of the run "
                                                f"(up to id {top!r:.40})", run_id=run_id)
             return None
-        run, thread_id, cursor, last, finished, runs = RUNS.checked(path, row)
+        run, thread_id, cursor, last, finished, last_sequence = RUNS.checked(path, row)
         if run != run_id:
             raise RUNS.damaged(path, None, f"the index gave the row of run {run!r:.80}", row[0], run_id=run_id)
         if last < 0:
@@ -534,7 +600,24 @@ class SqliteDeliveryLog:
                                      event_id=top)
             raise EVENTS.damaged(path, None, f"missing: the run's last event id is {last}", run_id=run_id,
                                  event_id=(top or 0) + 1)
-        return _Head(thread_id, cursor, last, bool(finished), runs)
+        return _Head(thread_id, cursor, last, bool(finished), last_sequence)
+
+    def _child(self, conn: Any, run_id: str, item: HarnessStreamEvent) -> HistoryCursor | None:
+        # The cursor of the child Run of ``item`` in the stream of ``run_id``, None for a Run the log has
+        # not seen; ForeignRunError for a child Run of another stream.
+        row = conn.execute(f"SELECT {CHILDREN.select} FROM {CHILDREN.name} WHERE run_id = ?",
+                           (item.run_id,)).fetchone()
+        if row is None:
+            return None
+        child, root, thread_id, last, terminal = CHILDREN.checked(self._db.path, row)
+        if child != item.run_id:
+            raise CHILDREN.damaged(self._db.path, None, f"the index gave the row of run {child!r:.80}", row[0],
+                                   run_id=item.run_id)
+        if root != run_id:
+            raise ForeignRunError(f"an item of run {item.run_id!r}, a child Run in the stream of run {root!r}, "
+                                  f"recorded in the stream of run {run_id!r}", run_id=run_id,
+                                  sequence=item.sequence, found_run_id=item.run_id, found_thread_id=item.thread_id)
+        return HistoryCursor(child, thread_id, last + 1, bool(terminal))
 
     def _read_head(self, run_id: str) -> _Head | None:
         with self._db.read(RUNS, f"the delivery row of run {run_id!r}") as conn:
@@ -562,16 +645,15 @@ class SqliteDeliveryLog:
         return out
 
     def _page(self, run_id: str, after: int, asked: str | int | None, check: bool,
-              ) -> tuple[list[Delivery], bool, int]:
-        with self._db.read(EVENTS, f"the events of run {run_id!r} after {after}") as conn:
-            head = self._head(conn, run_id)
-            last = 0 if head is None else head.last_event_id
-            if check:
-                check_known_id(run_id, last, after, asked)
-            rows = conn.execute(f"SELECT {EVENTS.select} FROM {EVENTS.name} WHERE run_id = ? AND event_id > ? "
-                                "ORDER BY event_id LIMIT ?", (run_id, after, _PAGE)).fetchall()
-        deliveries = self._deliveries(run_id, after, rows, last, to_the_end=len(rows) < _PAGE)
-        return deliveries, head is not None and head.finished, last
+              ) -> tuple[tuple[Delivery, ...], bool, int]:
+        try:
+            page = self.page(run_id, after=after)
+        except UnknownEventIdError:
+            if not check:
+                raise
+            raise UnknownEventIdError(run_id=run_id, event_id=asked if asked is not None else after,
+                                      last_event_id=self.last_event_id(run_id)) from None
+        return page.deliveries, page.finished, page.last_event_id
 
     async def _follow(self, run_id: str, after: int, asked: str | int | None, interval: float,
                       ) -> AsyncIterator[Delivery]:
@@ -586,6 +668,58 @@ class SqliteDeliveryLog:
                 return
             if not deliveries:
                 await asyncio.sleep(interval)
+
+
+def write_records(log: SqliteDeliveryLog, conn: Any, writes: Sequence[StreamWrite], *, verify: bool) -> None:
+    """Record supervisors' events (``host.batch``) inside the caller's write transaction: the event rows
+    with their ids, each Run's row where it holds what its driver expects (else ProjectorConflictError,
+    or an IntegrityError for a row another writer created), the child Runs' rows; all writes' rows in one
+    statement per table. With ``verify`` each Run's row is read first: a write already there is skipped."""
+    events: list[tuple[Any, ...]] = []
+    new: list[tuple[Any, ...]] = []
+    moved: list[tuple[Any, ...]] = []
+    children: list[tuple[Any, ...]] = []
+    for write in writes:
+        if not write.records or (verify and _already_recorded(log, conn, write)):
+            continue
+        root = write.root_run_id
+        events += [EVENTS.sealed((root, e.event_id, e.position, e.type, e.data)) for e in write.events]
+        values = (root, write.thread_id, write.cursor, write.last_event_id, int(write.finished),
+                  write.root_last_sequence)
+        if write.delivered is None:
+            new.append(RUNS.sealed(values))
+        else:
+            moved.append((*values[1:], checksum(values), root, *write.delivered))
+        children += [CHILDREN.sealed((c.run_id, root, c.thread_id, c.last_sequence, int(c.terminal)))
+                     for c in write.children]
+    if events:
+        conn.executemany(EVENTS.insert, events)
+    if new:
+        conn.executemany(RUNS.insert, new)
+    if moved:
+        changed = conn.executemany(
+            f"UPDATE {RUNS.name} SET thread_id = ?, source_cursor = ?, last_event_id = ?, finished = ?, "
+            "last_sequence = ?, crc = ? WHERE run_id = ? AND source_cursor = ? AND last_event_id = ?", moved).rowcount
+        if changed != len(moved):
+            raise ProjectorConflictError(run_id=moved[0][6], cursor=None, found=None, reason=(
+                "another projector recorded events for a run of this batch since its driver read it"))
+    if children:
+        conn.executemany(CHILDREN_UPSERT, children)
+
+
+def _already_recorded(log: SqliteDeliveryLog, conn: Any, write: StreamWrite) -> bool:
+    root = write.root_run_id
+    head = log._head(conn, root)
+    found = None if head is None else (head.cursor, head.last_event_id)
+    if found == write.delivered:
+        return False
+    if head is not None and found == (write.cursor, write.last_event_id) and head.finished == write.finished \
+            and (not write.events or conn.execute(
+                f"SELECT data FROM {EVENTS.name} WHERE run_id = ? AND event_id = ?",
+                (root, write.last_event_id)).fetchone() == (write.events[-1].data,)):
+        return True  # committed before the connection was lost, or by the batch's first attempt
+    raise ProjectorConflictError(run_id=root, cursor=None if write.delivered is None else write.delivered[0],
+                                 found=None if head is None else head.cursor)
 
 
 # -- the argument and cursor rules of record() and fail(), shared by the delivery logs of both backends --
@@ -636,8 +770,8 @@ def check_fail(run_id: str, head: Any, expected_cursor: Any, thread_id: str | No
         if not isinstance(thread_id, str) or not thread_id.strip():
             raise ValueError(f"run {run_id!r} has no delivery yet: fail() needs its thread_id")
     elif head.finished:
-        raise DeliveryOrderError("cannot fail: the run has already finished", run_id=run_id,
-                                 sequence=head.cursor, cursor=head.cursor)
+        raise AfterTerminalError("cannot fail: the run has already finished (its terminal events, or an earlier "
+                                 "failure, are recorded)", run_id=run_id, sequence=None)
 
 
 def check_known_id(run_id: str, last: int, after: int, asked: str | int | None) -> int:

@@ -1,25 +1,29 @@
 # The Host kit's errors. The whole tree of the library's errors is drawn in
 # ``harness_agui.core.errors``; this module re-exports the history errors
-# from there (they used to live here) and adds the storage errors.
+# from there (they used to live here) and adds the store's own.
 #
 # A history that breaks the order of its Run (an item of another Run, a
 # repeated, decreasing or skipped sequence, an item after the terminal result,
 # a prefix that stops short of the handoff cursor) raises a ``HistoryError``
-# subclass, from ``core.history.advance``, whichever reader found it.
+# subclass from ``core.history``, whichever reader found it, the journal and
+# the delivery log included, and the same class for the same fault: a
+# delivery log asked to record an item twice raises the SequenceOrderError a
+# journal raises for an item sent twice. A journal asked to store a different
+# item at an occupied (run id, sequence) raises ``JournalConflictError``, a
+# ``SequenceOrderError`` that says the slot holds another item.
 #
-# A store that refuses a value raises a ``StorageError`` and writes nothing:
-# a journal asked to store a different item at an occupied (run id,
-# sequence) raises ``JournalConflictError``, which is also a
-# ``SequenceOrderError`` (the item repeats or goes back to a stored
-# sequence); a delivery log asked to record out of order or to resume from an
-# unknown event id raises a ``DeliveryError``. A store opened read-only
-# refuses every write with ``ReadOnlyStoreError``. A store whose file turns
-# out to be damaged (a page SQLite cannot read, a row whose checksum, type or
-# neighbours do not fit) raises ``DamagedStoreError`` naming the table and
-# the row instead of serving what it read. StorageErrors are ValueErrors: the
-# caller passed a value (or a file) the store cannot accept.
+# ``StorageError`` is the store itself failing: a file found damaged (a page
+# SQLite cannot read, a row whose checksum, type or neighbours do not fit:
+# ``DamagedStoreError``, naming the table and the row) or a write asked of a
+# store opened read-only (``ReadOnlyStoreError``). ``DeliveryError`` is the
+# delivery log turning a request down: a ``Last-Event-ID`` it never assigned,
+# a rebuilt projection that is not what was delivered, another projector
+# that recorded meanwhile. Both are ValueErrors; nothing was written.
 
 from __future__ import annotations
+
+import warnings
+from typing import Any
 
 from ..core.errors import (
     AfterTerminalError,
@@ -43,17 +47,18 @@ __all__ = [
     "ReadOnlyStoreError",
     "JournalConflictError",
     "DeliveryError",
-    "DeliveryOrderError",
     "UnknownEventIdError",
     "ForeignEventIdError",
     "DeliveryMismatchError",
     "ProjectorConflictError",
+    "FollowerLimitError",
 ]
 
 
 class StorageError(HarnessAguiError, ValueError):
-    """A Host-kit store (source journal, delivery log) refused a value, or
-    found its file damaged; nothing was written."""
+    """A Host-kit store (source journal, delivery log, checkpoint store)
+    cannot keep or give back what it holds: its file is damaged, or it was
+    opened read-only; nothing was written."""
 
 
 class DamagedStoreError(StorageError):
@@ -88,13 +93,14 @@ class ReadOnlyStoreError(StorageError):
         super().__init__(f"{path}: opened read-only: {operation}() is refused")
 
 
-class JournalConflictError(SequenceOrderError, StorageError):
+class JournalConflictError(SequenceOrderError):
     """A different item was appended at a (run id, sequence) already stored.
 
     Nothing is written. ``run_id`` and ``sequence`` name the slot,
-    ``expected`` the sequence the Run's next item must carry. Both a
-    ``SequenceOrderError`` (every reader refuses a repeated or earlier
-    sequence with that class) and a ``StorageError``.
+    ``expected`` the sequence the Run's next item must carry. A
+    ``SequenceOrderError`` (the item repeats or goes back to a stored
+    sequence, as every reader reports it) that also says the stored item
+    differs; it is no longer a ``StorageError``.
     """
 
     def __init__(self, run_id: str, sequence: int, *, expected: int | None = None) -> None:
@@ -102,7 +108,7 @@ class JournalConflictError(SequenceOrderError, StorageError):
                          expected=expected)
 
 
-class DeliveryError(StorageError):
+class DeliveryError(HarnessAguiError, ValueError):
     """The delivery log refused a request; nothing was written.
 
     ``run_id`` names the Run, ``reason`` what was wrong.
@@ -112,20 +118,6 @@ class DeliveryError(StorageError):
         self.run_id = run_id
         self.reason = reason
         super().__init__(f"run {run_id!r}: {reason}")
-
-
-class DeliveryOrderError(DeliveryError):
-    """A batch was recorded for a source item that is not the next one.
-
-    ``run_id`` is the root Run, ``sequence`` the item's sequence, ``cursor``
-    the position of the last source item already recorded in the root Run's
-    stream (None if none).
-    """
-
-    def __init__(self, reason: str, *, run_id: str, sequence: int, cursor: int | None) -> None:
-        super().__init__(reason, run_id=run_id)
-        self.sequence = sequence
-        self.cursor = cursor
 
 
 class UnknownEventIdError(DeliveryError):
@@ -175,8 +167,31 @@ class ProjectorConflictError(DeliveryError):
     delivery cursor this projector expected, ``found`` the one stored.
     """
 
-    def __init__(self, *, run_id: str, cursor: int | None, found: int | None) -> None:
-        super().__init__(f"another projector recorded events for this run since this one started (it expected "
-                         f"the delivery cursor at {cursor}, found {found})", run_id=run_id)
+    def __init__(self, *, run_id: str, cursor: int | None, found: int | None, reason: str | None = None) -> None:
+        if reason is None:
+            reason = (f"another projector recorded events for this run since this one started (it expected the "
+                      f"delivery cursor at {cursor}, found {found})")
+        super().__init__(reason, run_id=run_id)
         self.cursor = cursor
         self.found = found
+
+
+class FollowerLimitError(DeliveryError):
+    """A Run already has as many followers in this process as it may (``max_followers``); the new
+    follower is turned away before anything is streamed (a server answers 503). ``limit`` is the
+    limit."""
+
+    def __init__(self, *, run_id: str, limit: int) -> None:
+        super().__init__(f"the run already has {limit} followers here, the most it may have", run_id=run_id)
+        self.limit = limit
+
+
+def __getattr__(name: str) -> Any:
+    # Names kept for one release, with a DeprecationWarning.
+    if name == "DeliveryOrderError":
+        warnings.warn("DeliveryOrderError is deprecated: the delivery logs raise the HistoryError of the fault "
+                      "(SequenceOrderError, SequenceGapError, AfterTerminalError, ForeignRunError), as the "
+                      "journals do; DeliveryOrderError is now HistoryError itself", DeprecationWarning,
+                      stacklevel=2)
+        return HistoryError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

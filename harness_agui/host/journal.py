@@ -69,8 +69,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from pyrsistent import pmap
@@ -81,7 +81,10 @@ from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEven
 from ..wire.codec import DecodeError, Migration, decode, encode
 from ._sqlite import FLAG, INTEGER, TEXT, Column, Database, Table, poll_interval_seconds, rewrite_table
 from .checks import Cursor, _check_args, check_prefix, check_tail
-from .errors import JournalConflictError
+from .errors import JournalConflictError, ProjectorConflictError
+
+if TYPE_CHECKING:
+    from .writes import StreamWrite
 
 __all__ = ["SqliteSourceJournal"]
 
@@ -114,7 +117,7 @@ ITEMS = Table(
      Column("thread_id", TEXT), Column("terminal", FLAG), Column("line", TEXT)),
     key=("run_id", "position"),
     unique=(("harness_source_items_run", "item_run_id, sequence"),),
-    upgrade=(_ITEMS_V1.names, _upgrade_items),
+    upgrades=((_ITEMS_V1.names, _upgrade_items),),
 )
 HEADS = Table(
     "harness_source_runs",
@@ -122,8 +125,12 @@ HEADS = Table(
      Column("last_sequence", INTEGER), Column("terminal", FLAG), Column("last_position", INTEGER)),
     key=("run_id",),
     indexes=(("harness_source_runs_thread", "thread_id"), ("harness_source_runs_root", "root_run_id")),
-    upgrade=(_HEADS_V1.names, _upgrade_heads),
+    upgrades=((_HEADS_V1.names, _upgrade_heads),),
 )
+
+
+HEADS_UPSERT = (f"{HEADS.insert} ON CONFLICT (run_id) DO UPDATE SET last_sequence = excluded.last_sequence, "
+                "terminal = excluded.terminal, last_position = excluded.last_position, crc = excluded.crc")
 
 
 @attrs.frozen
@@ -285,13 +292,11 @@ class SqliteSourceJournal:
             position = after.next_position - 1
             terminal = int(isinstance(item, HarnessRunResultEvent))
             conn.execute(ITEMS.insert, ITEMS.sealed((root_id, position, run_id, seq, item.thread_id, terminal, line)))
-            upsert = (f"{HEADS.insert} ON CONFLICT (run_id) DO UPDATE SET last_sequence = excluded.last_sequence, "
-                      "terminal = excluded.terminal, last_position = excluded.last_position, crc = excluded.crc")
-            conn.execute(upsert, HEADS.sealed((run_id, root_id, item.thread_id, seq, terminal, position)))
+            conn.execute(HEADS_UPSERT, HEADS.sealed((run_id, root_id, item.thread_id, seq, terminal, position)))
             if root_id != run_id:  # the root's head holds the stream's last position
                 assert root is not None
-                conn.execute(upsert, HEADS.sealed((root_id, root_id, root.thread_id, root.last_sequence,
-                                                   int(root.terminal), position)))
+                conn.execute(HEADS_UPSERT, HEADS.sealed((root_id, root_id, root.thread_id, root.last_sequence,
+                                                         int(root.terminal), position)))
         return True
 
     # -- reading -----------------------------------------------------------------
@@ -308,6 +313,24 @@ class SqliteSourceJournal:
         """Whether the terminal result of root Run ``run_id`` is stored. Raises as ``cursor`` does."""
         head = self._read_root(run_id)
         return head is not None and head.terminal
+
+    def thread_of(self, run_id: str) -> str | None:
+        """The Thread of root Run ``run_id``, None if the journal holds none of its items. Raises as
+        ``cursor`` does (ValueError for a child Run's id)."""
+        head = self._read_root(run_id)
+        return None if head is None else head.thread_id
+
+    def stream_cursor(self, run_id: str, *, through: Cursor) -> StreamCursor:
+        """Where each Run of root Run ``run_id``'s stream stands after position ``through`` (None: before
+        the first item): the cursor a writer continues the stream from, or a reader a tail. Raises
+        ValueError for a child Run's id or a position beyond what is stored, ``DamagedStoreError`` for
+        rows that do not fit together."""
+        if through is None:
+            return StreamCursor.of(run_id, first_sequence=self._first)
+        start, terminal, stored = self._handoff(run_id, through)
+        if not stored or start is None:
+            raise ValueError(f"the journal does not hold the stream of run {run_id!r} through position {through}")
+        return start
 
     def root_of(self, run_id: str) -> str | None:
         """The root Run of the stream that holds Run ``run_id`` (itself for a root), None if unknown.
@@ -550,6 +573,44 @@ class SqliteSourceJournal:
                     return
             if not rows:
                 await asyncio.sleep(interval)
+
+
+def write_items(journal: SqliteSourceJournal, conn: Any, writes: Sequence[StreamWrite], *, verify: bool) -> None:
+    """Append supervisors' items (``host.batch``) inside the caller's write transaction: the rows and the
+    heads as the drivers computed them, all writes' rows in one statement per table. A second writer on a
+    stream collides on a row's key (an IntegrityError that fails the batch). With ``verify``, each
+    stream's stored head is read first: a write whose rows are already there is skipped,
+    ProjectorConflictError if another writer's rows are."""
+    rows: list[tuple[Any, ...]] = []
+    heads: list[tuple[Any, ...]] = []
+    for write in writes:
+        if not write.items or (verify and _already_appended(journal, conn, write)):
+            continue
+        root = write.root_run_id
+        rows += [ITEMS.sealed((root, i.position, i.run_id, i.sequence, i.thread_id, int(i.terminal), i.line))
+                 for i in write.items]
+        heads += [HEADS.sealed((h.run_id, root, h.thread_id, h.last_sequence, int(h.terminal), h.last_position))
+                  for h in write.heads]
+    if rows:
+        conn.executemany(ITEMS.insert, rows)
+        conn.executemany(HEADS_UPSERT, heads)
+
+
+def _already_appended(journal: SqliteSourceJournal, conn: Any, write: StreamWrite) -> bool:
+    root = write.root_run_id
+    head = journal._root(conn, root)
+    found = None if head is None else head.last_position
+    if found == write.journal_last:
+        return False
+    first, last = write.items[0], write.items[-1]
+    rows = conn.execute(f"SELECT position, line FROM {ITEMS.name} WHERE run_id = ? AND position IN (?, ?)",
+                        (root, first.position, last.position)).fetchall()
+    if found is not None and found >= last.position and dict(rows) == {first.position: first.line,
+                                                                      last.position: last.line}:
+        return True  # committed before the connection was lost, or by the batch's first attempt
+    raise ProjectorConflictError(run_id=root, cursor=write.journal_last, found=found, reason=(
+        f"another writer appended to the run's stream since this one read it (it expected the stream's last "
+        f"position at {write.journal_last}, found {found})"))
 
 
 def _contiguous(run_id: str, last: int, position: int) -> None:

@@ -13,33 +13,74 @@
 #
 # Every storage call runs in a worker thread (``asyncio.to_thread``), so a
 # durable commit (an fsync with ``synchronous=FULL``) never stalls the event
-# loop; only ``observe_encoded()`` runs on it.
+# loop; only ``observe_encoded()`` runs on it. This is the kit's protocol for
+# a journal written by someone else (an ingest process, a Harness that
+# appends): it tails the journal and records item by item. A server that
+# holds the Harness stream itself drives its Runs with ``host.supervisor``,
+# which journals and records each item in one batched commit and hands the
+# events to its followers in memory; both start with ``rebuild``.
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
 
+import attrs
+
 from ..core.encode import encoded
 from ..core.observer import HarnessAguiObserver
 from ..core.reduce import Processor
-from .checkpoints import SqliteCheckpointStore, resume_from_checkpoint
-from .delivery import Delivery, SqliteDeliveryLog
+from .checkpoints import resume_from_checkpoint
+from .checks import Cursor
+from .delivery import Delivery
 from .errors import DeliveryMismatchError, ProjectorConflictError
-from .journal import SqliteSourceJournal
+from .protocols import CheckpointStore, DeliveryLog, SourceJournal
 
-__all__ = ["project_run"]
+__all__ = ["project_run", "rebuild", "Rebuilt"]
+
+
+@attrs.frozen
+class Rebuilt:
+    """What ``rebuild`` found: the delivery ``cursor`` it rebuilt through (None: nothing recorded), the
+    Run's ``last_event_id``, whether it had ``ended`` (finished, or failed by ``fail``), and whether it
+    ended by ``fail`` (``failed``: the log's last event is that RUN_ERROR, not the projection's)."""
+
+    cursor: Cursor
+    last_event_id: int
+    ended: bool
+    failed: bool
+
+
+async def rebuild(run_id: str, journal: SourceJournal, deliveries: DeliveryLog, observer: HarnessAguiObserver, *,
+                  checkpoints: CheckpointStore | None = None, processor_identity: str | None = None) -> Rebuilt:
+    """Resume fresh ``observer`` with root Run ``run_id``'s stream through its delivery cursor (from the
+    newest valid checkpoint, when ``checkpoints`` is given) and check that the rebuilt projection holds
+    exactly the recorded events. Raises as ``project_run`` does before it follows the journal."""
+    cursor = await asyncio.to_thread(deliveries.cursor, run_id)
+    ended = await asyncio.to_thread(deliveries.finished, run_id)
+    last = await asyncio.to_thread(deliveries.last_event_id, run_id)
+    failed = False
+    if cursor is not None or ended:
+        start = 0  # the events the rebuilt projection took from a checkpoint, not from the journal
+        if cursor is not None and checkpoints is not None:
+            used = await resume_from_checkpoint(observer, checkpoints, journal, run_id, through=cursor,
+                                                processor_identity=processor_identity)
+            start = 0 if used is None else used.event_count
+        elif cursor is not None:
+            await observer.resume(journal.read_prefix(run_id, through=cursor))
+        failed = await asyncio.to_thread(_check_rebuilt, run_id, cursor, observer, deliveries, ended, start)
+    return Rebuilt(cursor, last, ended, failed)
 
 
 async def project_run(
     run_id: str,
-    journal: SqliteSourceJournal,
-    deliveries: SqliteDeliveryLog,
+    journal: SourceJournal,
+    deliveries: DeliveryLog,
     *,
     processor: Processor | None = None,
     publish: Callable[[tuple[Delivery, ...]], object] | None = None,
     poll_interval: float | None = None,
-    checkpoints: SqliteCheckpointStore | None = None,
+    checkpoints: CheckpointStore | None = None,
     processor_identity: str | None = None,
     observer: HarnessAguiObserver | None = None,
 ) -> HarnessAguiObserver:
@@ -88,19 +129,11 @@ async def project_run(
         observer = HarnessAguiObserver(processor)
     elif processor is not None or not observer.is_fresh:
         raise ValueError("observer= takes a fresh observer, made with the processor (and no processor= beside it)")
-    cursor = await asyncio.to_thread(deliveries.cursor, run_id)
-    ended = await asyncio.to_thread(deliveries.finished, run_id)
-    if cursor is not None or ended:
-        start = 0  # the events the rebuilt projection took from a checkpoint, not from the journal
-        if cursor is not None and checkpoints is not None:
-            used = await resume_from_checkpoint(observer, checkpoints, journal, run_id, through=cursor,
-                                                processor_identity=processor_identity)
-            start = 0 if used is None else used.event_count
-        elif cursor is not None:
-            await observer.resume(journal.read_prefix(run_id, through=cursor))
-        failed = await asyncio.to_thread(_check_rebuilt, run_id, cursor, observer, deliveries, ended, start)
-        if observer.finished or failed:
-            return observer
+    rebuilt = await rebuild(run_id, journal, deliveries, observer, checkpoints=checkpoints,
+                            processor_identity=processor_identity)
+    cursor = rebuilt.cursor
+    if observer.finished or rebuilt.failed:
+        return observer
     async for item in journal.tail(run_id, after=cursor, poll_interval=poll_interval):
         events = observer.observe_encoded(item)  # the wire JSON, written from the records
         delivered = await asyncio.to_thread(deliveries.record, item, events, root_run_id=run_id,
@@ -113,7 +146,7 @@ async def project_run(
     return observer
 
 
-def _check_rebuilt(run_id: str, cursor: int | None, observer: HarnessAguiObserver, deliveries: SqliteDeliveryLog,
+def _check_rebuilt(run_id: str, cursor: int | None, observer: HarnessAguiObserver, deliveries: DeliveryLog,
                    ended: bool, start: int) -> bool:
     # Whether the log ends with the RUN_ERROR of ``fail()`` after the rebuilt events (the Run was ended
     # for its clients without its terminal item); raises if the rebuilt events are not the recorded ones.

@@ -1,14 +1,22 @@
-# One entry point for a Host's two stores, whichever database holds them: a
-# SQLite file for one machine, PostgreSQL for several workers. The PostgreSQL
-# classes are imported only for a postgresql:// URL, so the SQLite kit keeps
-# needing nothing but the standard library.
+# One entry point for a Host's stores, whichever database holds them: a SQLite
+# file for one machine, PostgreSQL for several workers. The PostgreSQL classes
+# are imported only for a postgresql:// URL, so the SQLite kit keeps needing
+# nothing but the standard library. The Protocols both backends satisfy are in
+# ``host.protocols`` (re-exported here).
+#
+# ``stores_of`` makes the ``Stores`` the run supervisor drives: a journal and a
+# delivery log on ONE database, so that an item and its events commit in one
+# transaction, and the batched writer of that database (``host.batch``).
 
 from __future__ import annotations
 
 import os
 from typing import Any
 
-__all__ = ["open_stores", "is_postgres_url"]
+from .protocols import CheckpointStore, DeliveryLog, SourceJournal, Stores
+
+__all__ = ["open_stores", "is_postgres_url", "SourceJournal", "DeliveryLog", "CheckpointStore", "Stores",
+           "stores_of"]
 
 _SQLITE_ONLY = ("synchronous", "poll_interval")
 _POSTGRES_ONLY = ("pool_size", "recheck")
@@ -57,3 +65,36 @@ def open_stores(target: str | os.PathLike[str], **options: Any) -> tuple[Any, An
     except BaseException:
         journal.close()
         raise
+
+
+def stores_of(journal: SourceJournal, deliveries: DeliveryLog) -> Stores:
+    """The ``Stores`` of a journal and a delivery log of ONE database (the same SQLite file, or the same
+    PostgreSQL database), which the supervisor writes an item and its events to in one transaction.
+
+    Raises TypeError for stores of another kind, ValueError for stores of two databases or of two
+    backends, or read-only ones."""
+    from .delivery import SqliteDeliveryLog
+    from .journal import SqliteSourceJournal
+
+    if journal.read_only or deliveries.read_only:
+        raise ValueError("the stores a supervisor drives must be writable (read_only=False)")
+    if isinstance(journal, SqliteSourceJournal) and isinstance(deliveries, SqliteDeliveryLog):
+        if os.path.realpath(journal.path) != os.path.realpath(deliveries.path):
+            raise ValueError(f"the journal ({journal.path}) and the delivery log ({deliveries.path}) must share one "
+                             "database: an item and its events are committed in one transaction")
+        from .batch import SqliteStores
+
+        return SqliteStores(journal, deliveries)
+    try:
+        from .postgres import PostgresDeliveryLog, PostgresSourceJournal
+        from .postgres.batch import PostgresStores
+    except ImportError:  # pragma: no cover - depends on the installation
+        PostgresSourceJournal = PostgresDeliveryLog = None  # type: ignore[assignment,misc]
+    if PostgresSourceJournal is not None and isinstance(journal, PostgresSourceJournal) \
+            and isinstance(deliveries, PostgresDeliveryLog):
+        if journal.url != deliveries.url:
+            raise ValueError(f"the journal ({journal.path}) and the delivery log ({deliveries.path}) must share one "
+                             "database: an item and its events are committed in one transaction")
+        return PostgresStores(journal, deliveries)
+    raise TypeError(f"no supervisor backend for a {type(journal).__name__} and a {type(deliveries).__name__}: "
+                    "give the SQLite or the PostgreSQL stores of one database")

@@ -18,7 +18,10 @@ from typing import Any
 
 from ..core.encode import EncodedEvent, event_json
 
-__all__ = ["agui_to_json", "sse_frame", "json_line"]
+__all__ = ["agui_to_json", "sse_frame", "json_line", "SSE_KEEPALIVE", "sse_retry"]
+
+SSE_KEEPALIVE = ": keep-alive\n\n"
+"""The comment frame a server sends after a silence, so that proxies and clients keep the stream open."""
 
 
 def agui_to_json(event: Any) -> str:
@@ -37,14 +40,23 @@ def json_line(event: Any) -> str:
 
 
 def sse_frame(event: Any, *, event_id: str | int | None = None) -> str:
-    """One Server-Sent Events frame (``id:`` line when given, ``data:`` line,
-    blank line) for an AG-UI event or an ``EncodedEvent``; without an id,
-    exactly what ``ag_ui.encoder.EventEncoder().encode(event)`` writes.
-    Raises ValueError for an id containing a line break, which would end
-    the field early."""
+    """One Server-Sent Events frame (``id:`` line when given, ``data:``
+    line, blank line): the one place frames are written, by the delivery
+    logs, the server and the command line. ``event`` is an AG-UI event, an
+    ``EncodedEvent``, or the event's JSON text as a delivery log stores it
+    (compact JSON holds no line break, so it is one ``data:`` line). Without
+    an id, exactly what ``ag_ui.encoder.EventEncoder().encode(event)``
+    writes. Raises ValueError for an id containing a line break or NUL,
+    which would end the field early."""
+    data = event if type(event) is str else agui_to_json(event)
     if event_id is None:
-        return f"data: {agui_to_json(event)}\n\n"
+        return f"data: {data}\n\n"
     head = str(event_id)
     if "\n" in head or "\r" in head or "\0" in head:
         raise ValueError(f"an SSE event id cannot contain a line break or NUL: {head!r}")
-    return f"id: {head}\ndata: {agui_to_json(event)}\n\n"
+    return f"id: {head}\ndata: {data}\n\n"
+
+
+def sse_retry(seconds: float) -> str:
+    """The frame that tells a client how long to wait before it reconnects (``retry:``, in milliseconds)."""
+    return f"retry: {max(1, round(seconds * 1000))}\n\n"

@@ -86,7 +86,7 @@ def test_a_different_item_at_a_stored_sequence_is_a_conflict_and_writes_nothing(
     with pytest.raises(JournalConflictError) as info:
         journal.append(changed(items[1]))
     assert (info.value.run_id, info.value.sequence, info.value.expected) == ("run-1", 1, 2)
-    assert isinstance(info.value, ValueError) and isinstance(info.value, SequenceOrderError)
+    assert isinstance(info.value, SequenceOrderError) and not isinstance(info.value, ValueError)  # an order fault
     assert read(journal, "run-1", 1) == items[:2]
 
 

@@ -3,7 +3,9 @@
 #
 # Connections. Each store holds a ``psycopg_pool.ConnectionPool`` of
 # autocommit connections; a read or a write borrows one for one explicit
-# transaction (``read()``, ``write()``) and gives it back. The calls are
+# transaction (``read()``, ``write()``) and gives it back. The pool checks a
+# connection before it lends it, so a session the server ended meanwhile (a
+# restart, ``pg_terminate_backend``) is replaced, not handed to a caller. The calls are
 # synchronous, like the SQLite stores', and the async readers run them in
 # worker threads (``asyncio.to_thread``), so that a page of history never
 # stalls the event loop. Writes run at READ COMMITTED and take a
@@ -104,9 +106,11 @@ class Database:
         self.read_only = read_only
         self.recheck = float(recheck)
         options = {"autocommit": True}
+        # check: a pooled connection is tried (an empty query) before it is handed out, and replaced
+        # when the server ended its session meanwhile (a restart, pg_terminate_backend, a network blip).
         self._pool: ConnectionPool[Any] = ConnectionPool(
             url, kwargs=options, min_size=min_size, max_size=max_size, timeout=timeout, open=False,
-            name=f"harness-agui {self.name}")
+            name=f"harness-agui {self.name}", check=ConnectionPool.check_connection)
         self._closed = False
         self._listener: _Listener | None = None
         self._listener_lock = threading.Lock()

@@ -39,12 +39,14 @@ from pyrsistent import pmap
 from pyrsistent.typing import PMap
 
 from ...core.encode import EncodedEvent
-from ...core.errors import HistoryError
+from ...core.errors import ForeignRunError
 from ...core.history import HistoryCursor, StreamCursor, advance_stream
 from ...core.source import HarnessRunResultEvent, HarnessStreamEvent
 from ..checks import Cursor
 from ..delivery import (
     Delivery,
+    Page,
+    _check_page,
     check_fail,
     check_known_id,
     expect_cursor,
@@ -53,7 +55,7 @@ from ..delivery import (
     record_rows,
     sse_frames,
 )
-from ..errors import DamagedStoreError, DeliveryOrderError
+from ..errors import DamagedStoreError, UnknownEventIdError
 from ._pg import DELIVERY_CHANNEL, LOCK_DELIVERY, Database, notify_key
 from .lease import LEASE_SCHEMA, LEASES, Lease, LeaseLostError
 
@@ -115,6 +117,11 @@ class PostgresDeliveryLog:
         return self._db.name
 
     @property
+    def url(self) -> str:
+        """The database's URL (with its password, if it has one: do not log it; ``path`` is for that)."""
+        return self._db.url
+
+    @property
     def read_only(self) -> bool:
         """Whether the log was opened with ``read_only=True``."""
         return self._db.read_only
@@ -139,9 +146,10 @@ class PostgresDeliveryLog:
         root); its position in the stream becomes the delivery cursor.
         Raises TypeError, ValueError for a blank ``root_run_id``,
         ``ProjectorConflictError`` when the stored cursor is not
-        ``expected_cursor``, ``DeliveryOrderError`` (its ``__cause__`` the
-        ``HistoryError``) when the item is not the stream's next one,
-        ``ReadOnlyStoreError``, psycopg errors; nothing is written then.
+        ``expected_cursor``, the ``HistoryError`` of ``advance_stream`` when
+        the item is not the stream's next one (the class every reader
+        raises for the fault), ``ReadOnlyStoreError``, psycopg errors;
+        nothing is written then.
         """
         return self._record(item, events, expected_cursor, root_run_id, None)
 
@@ -153,7 +161,7 @@ class PostgresDeliveryLog:
             if lease is not None:
                 _check_lease(conn, lease, root)
             head = self._head(conn, root)
-            found_cursor = expect_cursor(root, head, expected_cursor, checked)
+            expect_cursor(root, head, expected_cursor, checked)
             child = None
             if head is None:
                 last_id, cursor = 0, StreamCursor.of(root)
@@ -163,16 +171,17 @@ class PostgresDeliveryLog:
                 if item.run_id != root:
                     child = conn.execute(f"SELECT root_run_id, thread_id, last_sequence, terminal FROM {CHILDREN} "
                                          "WHERE run_id = %s", (item.run_id,)).fetchone()
-                    if child is not None and child[0] == root:
+                    if child is not None and child[0] != root:
+                        raise ForeignRunError(f"an item of run {item.run_id!r}, a child Run in the stream of run "
+                                              f"{child[0]!r}, recorded in the stream of run {root!r}", run_id=root,
+                                              sequence=item.sequence, found_run_id=item.run_id,
+                                              found_thread_id=item.thread_id)
+                    if child is not None:
                         children = pmap({item.run_id: HistoryCursor(item.run_id, child[1], child[2] + 1,
                                                                     child[3])})
                 root_cursor = HistoryCursor(root, head.thread_id, head.last_sequence + 1, head.finished)
                 cursor = StreamCursor(root_cursor, children, head.cursor + 1, True)
-            try:
-                after = advance_stream(cursor, item)
-            except HistoryError as e:
-                raise DeliveryOrderError(f"cannot record: {e.reason}", run_id=root, sequence=item.sequence,
-                                         cursor=found_cursor) from e
+            after = advance_stream(cursor, item)
             position = after.next_position - 1
             out = tuple(Delivery(root, last_id + i, position, kind, data) for i, (kind, data) in enumerate(rows, 1))
             if out:
@@ -204,7 +213,7 @@ class PostgresDeliveryLog:
         followers end after the RUN_ERROR, and ``record`` refuses every later item of the Run).
 
         Raises TypeError for an event that is not a ``RunErrorEvent``, ``ProjectorConflictError`` when
-        the stored cursor is not ``expected_cursor``, ``DeliveryOrderError`` when the Run has already
+        the stored cursor is not ``expected_cursor``, ``AfterTerminalError`` when the Run has already
         finished, ValueError when nothing is recorded and ``thread_id`` is missing, and as ``record``.
         """
         return self._fail(run_id, event, expected_cursor, thread_id, None)
@@ -259,6 +268,18 @@ class PostgresDeliveryLog:
             rows = conn.execute(f"SELECT event_id, source_position, event_type, data FROM {EVENTS} WHERE run_id = %s "
                                 "AND event_id > %s ORDER BY event_id", (run_id, start)).fetchall()
         return tuple(self._deliveries(run_id, start, rows, last, to_the_end=True))
+
+    def page(self, run_id: str, *, after: int, limit: int = _PAGE) -> Page:
+        """At most ``limit`` recorded events of the Run after event number ``after``, with the Run's last
+        event id and whether it has finished, read in one snapshot; as ``SqliteDeliveryLog.page``."""
+        _check_page(after, limit)
+        with self._db.read() as conn:
+            head = self._head(conn, run_id)
+            last = check_known_id(run_id, 0 if head is None else head.last_event_id, after, after)
+            rows = conn.execute(f"SELECT event_id, source_position, event_type, data FROM {EVENTS} WHERE run_id = %s "
+                                "AND event_id > %s ORDER BY event_id LIMIT %s", (run_id, after, limit)).fetchall()
+        deliveries = self._deliveries(run_id, after, rows, last, to_the_end=len(rows) < limit)
+        return Page(tuple(deliveries), last, head is not None and head.finished)
 
     def follow(self, run_id: str, *, after: str | int | None = None, poll_interval: float | None = None,
                ) -> AsyncIterator[Delivery]:
@@ -323,16 +344,15 @@ class PostgresDeliveryLog:
         return out
 
     def _page(self, run_id: str, after: int, asked: str | int | None, check: bool,
-              ) -> tuple[list[Delivery], bool, int]:
-        with self._db.read() as conn:
-            head = self._head(conn, run_id)
-            last = 0 if head is None else head.last_event_id
-            if check:
-                check_known_id(run_id, last, after, asked)
-            rows = conn.execute(f"SELECT event_id, source_position, event_type, data FROM {EVENTS} WHERE run_id = %s "
-                                "AND event_id > %s ORDER BY event_id LIMIT %s", (run_id, after, _PAGE)).fetchall()
-        deliveries = self._deliveries(run_id, after, rows, last, to_the_end=len(rows) < _PAGE)
-        return deliveries, head is not None and head.finished, last
+              ) -> tuple[tuple[Delivery, ...], bool, int]:
+        try:
+            page = self.page(run_id, after=after)
+        except UnknownEventIdError:
+            if not check:
+                raise
+            raise UnknownEventIdError(run_id=run_id, event_id=asked if asked is not None else after,
+                                      last_event_id=self.last_event_id(run_id)) from None
+        return page.deliveries, page.finished, page.last_event_id
 
     async def _follow(self, run_id: str, after: int, asked: str | int | None, recheck: float,
                       ) -> AsyncIterator[Delivery]:

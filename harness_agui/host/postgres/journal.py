@@ -123,6 +123,11 @@ class PostgresSourceJournal:
         return self._db.name
 
     @property
+    def url(self) -> str:
+        """The database's URL (with its password, if it has one: do not log it; ``path`` is for that)."""
+        return self._db.url
+
+    @property
     def read_only(self) -> bool:
         """Whether the journal was opened with ``read_only=True``."""
         return self._db.read_only
@@ -224,6 +229,32 @@ class PostgresSourceJournal:
         """Whether the terminal result of root Run ``run_id`` is stored. Raises as ``cursor`` does."""
         head = self._read_root(run_id)
         return head is not None and head.terminal
+
+    def thread_of(self, run_id: str) -> str | None:
+        """The Thread of root Run ``run_id``, None if the journal holds none of its items; ValueError for
+        a child Run's id."""
+        head = self._read_root(run_id)
+        return None if head is None else head.thread_id
+
+    def stream_cursor(self, run_id: str, *, through: Cursor) -> StreamCursor:
+        """Where each Run of root Run ``run_id``'s stream stands after position ``through`` (None: before
+        the first item); as ``SqliteSourceJournal.stream_cursor``."""
+        if through is None:
+            return StreamCursor.of(run_id, first_sequence=self._first)
+        with self._db.read() as conn:
+            head = self._root(conn, run_id)
+            if head is None or through > head.last_position:
+                raise ValueError(f"the journal does not hold the stream of run {run_id!r} through position "
+                                 f"{through}")
+            rows = conn.execute(f"SELECT run_id, thread_id, max(sequence), bool_or(terminal) FROM {ITEMS} "
+                                "WHERE root_run_id = %s AND position <= %s GROUP BY run_id, thread_id",
+                                (run_id, through)).fetchall()
+        runs = {r[0]: HistoryCursor(r[0], r[1], r[2] + 1, r[3]) for r in rows}
+        root = runs.pop(run_id, None)
+        if root is None or len(rows) != len(runs) + 1:
+            raise DamagedStoreError("the stream's items do not fit together (a Run with two Threads, or no item "
+                                    "of the root)", path=self._db.name, table=ITEMS, row=f"root_run_id={run_id!r:.80}")
+        return StreamCursor(root, pmap(runs), through + 1, True)
 
     def root_of(self, run_id: str) -> str | None:
         """The root Run of the stream that holds Run ``run_id`` (itself for a root), None if not stored."""

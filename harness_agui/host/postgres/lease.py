@@ -23,10 +23,27 @@
 # from the network while its connection lingers) keeps its lock; its leases
 # expire after ``ttl`` seconds unless renewed, and it is fenced out then.
 # ``renew`` extends a lease only while it is in force.
+#
+# A lost liveness connection. When the server ends the session that holds
+# the liveness lock of a worker that is alive (a restart of the server,
+# ``pg_terminate_backend``, a network blip), the lock goes with it, and other
+# workers would take that worker's live Runs at their next scan; after a
+# restart every worker has lost its lock at once, and each would take the
+# others' Runs, for ever. So ``alive()`` (called before every scan) checks
+# the liveness connection and, when it is lost, reconnects and takes the same
+# holder's lock again; ``acquire`` takes no Run while this worker's own lock
+# is not held, and takes a live-looking holder's Run (one whose lease has
+# not expired, but whose liveness lock is free) only once this worker has
+# held its own lock for ``rejoin_grace`` seconds: long enough for the other
+# workers of a restarted server to take theirs back. An expired lease is
+# taken at once, whatever the grace.
 
 from __future__ import annotations
 
+import contextlib
 import random
+import threading
+import time
 from typing import Any
 
 import attrs
@@ -76,44 +93,107 @@ class PostgresLeases:
     ``url`` is the database; ``ttl`` how many seconds a lease lasts after
     it was acquired or renewed (a holder renews well within it; a stuck
     holder loses its Runs after it); ``pool_size`` and ``timeout`` as for
-    the stores. Opening takes a new holder number and its liveness lock,
-    on a connection kept open until ``close()``. Raises as the stores do
-    for a database that cannot be reached.
+    the stores; ``rejoin_grace`` how long after taking its liveness lock
+    again (see the module comment) the worker waits before it takes a Run
+    from a holder whose lease has not expired. Opening takes a new holder
+    number and its liveness lock, on a connection kept open until
+    ``close()``. Raises as the stores do for a database that cannot be
+    reached.
     """
 
-    def __init__(self, url: str, *, ttl: float = 10.0, pool_size: int = 2, timeout: float = 30.0) -> None:
+    def __init__(self, url: str, *, ttl: float = 10.0, pool_size: int = 2, timeout: float = 30.0,
+                 rejoin_grace: float = 2.0) -> None:
         if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0:
             raise ValueError(f"ttl must be a number of seconds > 0, not {ttl!r}")
+        if isinstance(rejoin_grace, bool) or not isinstance(rejoin_grace, (int, float)) or rejoin_grace < 0:
+            raise ValueError(f"rejoin_grace must be a number of seconds >= 0, not {rejoin_grace!r}")
         self.ttl = float(ttl)
+        self.rejoin_grace = float(rejoin_grace)
+        self._url = url
+        self._timeout = timeout
         self._db = Database(url, schema=LEASE_SCHEMA, tables=_COLUMNS, read_only=False, min_size=1,
                             max_size=pool_size, timeout=timeout, recheck=30.0)
         self._alive: psycopg.Connection[Any] | None = None
+        self._since: float | None = None  # when this worker (last) took its liveness lock
+        self._guard = threading.Lock()
+        self.rejoins = 0
         try:
-            self._alive = psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout)))
+            self._alive = self._connect()
             rng = random.SystemRandom()
             while True:
                 holder = rng.randrange(1, 2**31 - 1)
-                row = self._alive.execute("SELECT pg_try_advisory_lock(%s, %s)", (LOCK_WORKER, holder)).fetchone()
-                if row is not None and row[0]:
+                if self._take_lock(self._alive, holder):
                     break
             self.holder = holder
+            self._since = 0.0  # held from the start: no grace to wait out
         except BaseException:
             self.close()
             raise
 
+    def _connect(self) -> psycopg.Connection[Any]:
+        return psycopg.connect(self._url, autocommit=True, connect_timeout=max(1, int(self._timeout)))
+
+    @staticmethod
+    def _take_lock(conn: psycopg.Connection[Any], holder: int) -> bool:
+        row = conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (LOCK_WORKER, holder)).fetchone()
+        return row is not None and bool(row[0])
+
+    def alive(self) -> bool:
+        """Whether this worker holds its liveness lock, after checking its connection (one round trip);
+        when the connection is lost, it is opened again and the lock taken again (False if that fails:
+        the database cannot be reached, or this holder's lock is taken). Blocking: call it in a thread."""
+        with self._guard:
+            conn = self._alive
+            if conn is not None and not conn.closed:
+                try:
+                    conn.execute("SELECT 1")
+                    return True
+                except psycopg.Error:
+                    pass
+            if conn is not None:
+                with contextlib.suppress(Exception):
+                    conn.close()
+            self._alive = None
+            self._since = None
+            try:
+                conn = self._connect()
+            except psycopg.Error:
+                return False
+            try:
+                taken = self._take_lock(conn, self.holder)
+            except psycopg.Error:
+                conn.close()
+                return False
+            if not taken:  # another session holds this holder's lock: this worker stays out
+                conn.close()
+                return False
+            self._alive = conn
+            self._since = time.monotonic()
+            self.rejoins += 1
+            return True
+
     def acquire(self, run_id: str) -> Lease | None:
         """The lease on ``run_id`` when this worker may take it (no lease yet, an expired one, or one whose
         holder is dead), with the next fencing token; None while another live worker holds it (or this
-        one does: a second projector in one process is refused as well)."""
+        one does: a second projector in one process is refused as well), and always None while this
+        worker does not hold its own liveness lock (``alive``). Within ``rejoin_grace`` seconds of
+        taking its lock again, it takes a Run whose lease has not expired from no one."""
+        with self._guard:
+            since = self._since
+        if since is None:
+            return None
+        live_holders = time.monotonic() - since >= self.rejoin_grace
         with self._db.connection() as conn:
             row = conn.execute(
                 f"INSERT INTO {LEASES} AS l (run_id, holder, token, expires_at) "
                 "VALUES (%(run)s, %(holder)s, 1, clock_timestamp() + %(ttl)s * interval '1 second') "
                 "ON CONFLICT (run_id) DO UPDATE SET holder = excluded.holder, token = l.token + 1, "
                 "expires_at = excluded.expires_at "
-                "WHERE l.expires_at < clock_timestamp() OR pg_try_advisory_xact_lock(%(worker)s, l.holder) "
+                "WHERE l.expires_at < clock_timestamp() "
+                "OR (%(live)s AND pg_try_advisory_xact_lock(%(worker)s, l.holder)) "
                 "RETURNING token",
-                {"run": run_id, "holder": self.holder, "ttl": self.ttl, "worker": LOCK_WORKER}).fetchone()
+                {"run": run_id, "holder": self.holder, "ttl": self.ttl, "worker": LOCK_WORKER,
+                 "live": live_holders}).fetchone()
         return None if row is None else Lease(run_id, self.holder, row[0], self.ttl)
 
     def renew(self, lease: Lease) -> None:
@@ -144,9 +224,11 @@ class PostgresLeases:
     def close(self) -> None:
         """Close the connections (which ends the liveness lock: other workers may take this one's Runs
         at once). Closing twice is harmless."""
-        if self._alive is not None:
-            self._alive.close()
-            self._alive = None
+        with self._guard:
+            if self._alive is not None:
+                self._alive.close()
+                self._alive = None
+            self._since = None
         self._db.close()
 
     def __enter__(self) -> PostgresLeases:

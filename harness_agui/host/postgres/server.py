@@ -161,17 +161,7 @@ class TemporaryPostgres:
         try:
             self._run([os.path.join(self._bin, "initdb"), "-D", self._data, "-U", SUPERUSER, "--auth=trust",
                        "--encoding=UTF8", "--locale=C", "--no-sync"], "initdb")
-            options = [
-                f"-c listen_addresses='{'127.0.0.1' if self.tcp else ''}'",
-                f"-c unix_socket_directories='{self._socket_dir}'",
-                f"-c port={self.port}",
-                f"-c max_connections={self.max_connections}",
-                "-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off",
-                *(f"-c {name}={value}" for name, value in self.settings),
-            ]
-            self._run([os.path.join(self._bin, "pg_ctl"), "-D", self._data, "-l",
-                       os.path.join(self._socket_dir, "server.log"), "-w", "-t", "60", "-o", " ".join(options),
-                       "start"], "starting the server")
+            self._pg_ctl("start", "starting the server")
             self._running = True
             atexit.register(self.stop)
             self.create_database("harness")
@@ -179,6 +169,27 @@ class TemporaryPostgres:
             self.stop()
             raise
         return self
+
+    def _pg_ctl(self, action: str, what: str, *extra: str) -> None:
+        assert self._bin is not None
+        options = [
+            f"-c listen_addresses='{'127.0.0.1' if self.tcp else ''}'",
+            f"-c unix_socket_directories='{self._socket_dir}'",
+            f"-c port={self.port}",
+            f"-c max_connections={self.max_connections}",
+            "-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off",
+            *(f"-c {name}={value}" for name, value in self.settings),
+        ]
+        self._run([os.path.join(self._bin, "pg_ctl"), "-D", self._data, "-l",
+                   os.path.join(self._socket_dir, "server.log"), "-w", "-t", "60", "-o", " ".join(options),
+                   *extra, action], what)
+
+    def restart(self) -> None:
+        """Stop the server at once (every session ends, as in a crash of the server) and start it again on
+        the same socket and port with the same data. For fault tests. Raises as ``start()`` does."""
+        if not self._running:
+            raise RuntimeError("the server is not started")
+        self._pg_ctl("restart", "restarting the server", "-m", "immediate")
 
     def create_database(self, name: str) -> str:
         """Create database ``name`` (an identifier of letters, digits and _) and return its URL."""

@@ -127,6 +127,10 @@ class Worker:
             await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _scan(self) -> None:
+        if not await asyncio.to_thread(self.leases.alive):
+            log.warning("this worker's liveness lock is not held (the database cannot be reached, or its session "
+                        "ended): it takes no run until it holds it again")
+            return
         now = asyncio.get_running_loop().time()
         for run_id in await asyncio.to_thread(self.pending):
             if run_id in self._tasks or len(self._tasks) >= self.max_runs or self._retry.get(run_id, 0) > now:

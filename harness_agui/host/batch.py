@@ -1,0 +1,300 @@
+# Group commit: the items and events of every Run of a process, written to
+# their database in batched transactions by one writer thread.
+#
+# Theory of operation. Each Run's driver (``host.supervisor``) holds the
+# Run's cursors in memory, checks each item once, projects it, and describes
+# what must be committed as a ``StreamWrite``: the journal rows of its items,
+# the head rows after them, the event rows with their ids, the delivery row
+# after them, and what the database must hold before (the stream's last
+# position, the delivery cursor and last event id). It hands that to the
+# ``BatchWriter`` of the database and awaits the commit; only then are the
+# events sent to anyone. So each item is durable, with its events, before
+# any of its events leaves the process, at synchronous=FULL as at NORMAL.
+#
+# The writer is one thread with its own connection, fed by a queue: no
+# thread hop per item, and no write ever waits behind a reader (readers use
+# other connections; SQLite's WAL and PostgreSQL's MVCC keep them apart). It
+# takes what is queued, waits at most ``GroupCommit.max_delay`` for more
+# while the batch holds fewer than ``max_items`` items, and commits the whole
+# batch in ONE transaction: one fsync per batch, not per item. Under load
+# the batches grow by themselves (what queues during one commit is the next
+# batch); when the load is light a write waits at most ``max_delay``.
+#
+# Nothing in a batch is checked again by rule: the driver's in-memory
+# cursors already said the items are in order. The database itself still
+# fences every write: the rows' keys are dense positions and event ids, so
+# a second writer on a Run collides on a primary key, and the delivery row
+# is updated only where it holds the cursor and last id the driver expects
+# (PostgreSQL also checks the Run's lease in the same transaction). A batch
+# that fails is rolled back and its writes are committed again one by one,
+# each after reading what the database holds: a write whose rows are
+# already there (its commit went through before a connection was lost) is
+# done; one that finds another writer's rows fails with
+# ``ProjectorConflictError`` (``LeaseLostError`` on PostgreSQL); one that
+# cannot be written fails with the store's error. Only the write at fault
+# fails: the others of its batch commit. A lost connection is reopened and
+# the batch tried again under ``retry.RECONNECT``.
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, Protocol
+
+import attrs
+
+from ._sqlite import Database
+from .delivery import SqliteDeliveryLog, write_records
+from .journal import SqliteSourceJournal, write_items
+from .retry import RECONNECT, RetryPolicy
+from .writes import Head, Journaled, Recorded, StreamWrite
+
+__all__ = ["GroupCommit", "StreamWrite", "Journaled", "Head", "Recorded", "BatchWriter", "WriterClosedError"]
+
+
+def _positive_int(_: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{attribute.name} must be an int >= 1, not {value!r}")
+
+
+def _seconds(_: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ValueError(f"{attribute.name} must be a number of seconds >= 0, not {value!r}")
+
+
+@attrs.frozen
+class GroupCommit:
+    """How the writer groups writes into transactions.
+
+    A batch closes when it holds ``max_items`` source items (of all Runs), or ``max_delay`` seconds
+    after its first write was taken, whichever comes first; what queued meanwhile goes into it. 0
+    for ``max_delay`` commits what is queued at once. Larger batches cost fewer fsyncs per item;
+    ``max_delay`` is the most a write waits for company when the load is light."""
+
+    max_items: int = attrs.field(default=512, validator=_positive_int)
+    max_delay: float = attrs.field(default=0.002, validator=_seconds)
+
+
+class Backend(Protocol):
+    """How one database writes batches; its methods run in the writer thread only."""
+
+    def connect(self) -> Any:
+        """A new session (connection) for the writer."""
+        ...
+
+    def commit(self, session: Any, writes: Sequence[StreamWrite], *, verify: bool) -> None:
+        """Commit ``writes`` in one transaction, or raise and commit nothing. With ``verify`` (one
+        write, after a failed batch): read what the database holds first, do nothing if the write is
+        already there, raise ``ProjectorConflictError`` if another writer's rows are."""
+        ...
+
+    def lost(self, error: BaseException) -> bool:
+        """Whether ``error`` says the session's connection is gone (reconnect and try again)."""
+        ...
+
+    def close(self, session: Any) -> None: ...
+
+
+class WriterClosedError(RuntimeError):
+    """A write was submitted to a writer that was closed; nothing was written."""
+
+
+_STOP = object()
+_Entry = tuple[StreamWrite, asyncio.Future[None]]
+
+
+class BatchWriter:
+    """One database's writer thread (see the module comment). ``submit`` from the event loop; ``close``
+    when done. The thread starts with the first write."""
+
+    def __init__(self, backend: Backend, policy: GroupCommit | None = None, *, name: str = "harness-agui writer",
+                 reconnect: RetryPolicy = RECONNECT) -> None:
+        self.backend = backend
+        self.policy = policy or GroupCommit()
+        self.reconnect = reconnect
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._name = name
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+        self.batches = 0
+        self.items = 0
+
+    def submit(self, write: StreamWrite) -> asyncio.Future[None]:
+        """Queue ``write``; the future is done when it is committed (its result None) or refused (the
+        store's error; nothing of that write was written). Call from the event loop."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        with self._lock:
+            if self._closed:
+                raise WriterClosedError("the writer is closed")
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+                self._thread.start()
+        self._queue.put((write, future))
+        return future
+
+    def close(self) -> None:
+        """Commit what is queued, then stop the thread. Blocking (call it in a thread from a loop);
+        closing twice is harmless."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            thread = self._thread
+        if thread is not None:
+            self._queue.put(_STOP)
+            thread.join()
+
+    # -- the thread ----------------------------------------------------------------------
+
+    def _run(self) -> None:
+        session: Any = None
+        try:
+            while True:
+                batch, stop = self._take()
+                if batch:
+                    session, results = self._commit(session, batch)
+                    _settle_soon(results)
+                if stop:
+                    return
+        finally:
+            if session is not None:
+                with contextlib.suppress(Exception):
+                    self.backend.close(session)
+
+    def _take(self) -> tuple[list[_Entry], bool]:
+        first = self._queue.get()
+        if first is _STOP:
+            return [], True
+        batch: list[_Entry] = [first]
+        size = first[0].size
+        deadline = time.monotonic() + self.policy.max_delay
+        while size < self.policy.max_items:
+            try:
+                entry = self._queue.get_nowait()
+            except queue.Empty:
+                wait = deadline - time.monotonic()
+                if wait <= 0:
+                    break
+                try:
+                    entry = self._queue.get(timeout=wait)
+                except queue.Empty:
+                    break
+            if entry is _STOP:
+                self._queue.put(_STOP)  # after this batch
+                break
+            batch.append(entry)
+            size += entry[0].size
+        return batch, False
+
+    def _commit(self, session: Any, batch: list[_Entry]) -> tuple[Any, list[tuple[asyncio.Future[None], Any]]]:
+        writes = [w for w, _ in batch]
+        try:
+            session = self._session(session)
+            self.backend.commit(session, writes, verify=False)
+        except BaseException as e:
+            if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                raise
+            if session is not None and self.backend.lost(e):
+                with contextlib.suppress(Exception):
+                    self.backend.close(session)
+                session = None
+            # One by one, each after reading what the database holds: only the write at fault fails.
+            results = []
+            for write, future in batch:
+                session, outcome = self._one(session, write)
+                results.append((future, outcome))
+            return session, results
+        self.batches += 1
+        self.items += sum(w.size for w in writes)
+        return session, [(future, None) for _, future in batch]
+
+    def _one(self, session: Any, write: StreamWrite) -> tuple[Any, BaseException | None]:
+        pauses = self.reconnect.pauses()
+        while True:
+            try:
+                session = self._session(session)
+                self.backend.commit(session, [write], verify=True)
+                self.items += write.size
+                return session, None
+            except Exception as e:
+                if session is not None and self.backend.lost(e):
+                    with contextlib.suppress(Exception):
+                        self.backend.close(session)
+                    session = None
+                pause = next(pauses, None) if self.backend.lost(e) else None
+                if pause is None:
+                    return session, e
+                time.sleep(pause)
+
+    def _session(self, session: Any) -> Any:
+        if session is not None:
+            return session
+        return self.reconnect.call(self.backend.connect, self.backend.lost)
+
+
+def _settle_soon(results: list[tuple[asyncio.Future[None], BaseException | None]]) -> None:
+    # One callback per event loop per batch (not per write) resolves the batch's futures.
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[None], BaseException | None]]] = {}
+    for future, outcome in results:
+        by_loop.setdefault(future.get_loop(), []).append((future, outcome))
+    for loop, entries in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits for these any more
+            loop.call_soon_threadsafe(_settle, entries)
+
+
+def _settle(entries: list[tuple[asyncio.Future[None], BaseException | None]]) -> None:
+    for future, outcome in entries:
+        if future.done():  # the driver was cancelled meanwhile: the write is whole either way
+            continue
+        if outcome is None:
+            future.set_result(None)
+        else:
+            future.set_exception(outcome)
+
+
+# -- SQLite ------------------------------------------------------------------------------------
+
+class SqliteStores:
+    """A ``SqliteSourceJournal`` and a ``SqliteDeliveryLog`` on one file, as the supervisor drives them."""
+
+    def __init__(self, journal: SqliteSourceJournal, deliveries: SqliteDeliveryLog) -> None:
+        self.journal = journal
+        self.deliveries = deliveries
+
+    def writer(self, policy: GroupCommit | None = None) -> BatchWriter:
+        return BatchWriter(_SqliteBackend(self.journal, self.deliveries), policy,
+                           name=f"harness-agui writer {self.journal.path}")
+
+    def lost(self, error: BaseException) -> bool:
+        return False  # a file does not go away: a SQLite error is the call's own
+
+    @contextlib.asynccontextmanager
+    async def changes(self, run_id: str) -> AsyncIterator[Callable[[float], Awaitable[Any]]]:
+        """A wait for records of ``run_id`` made by another process: SQLite has no notification, so it
+        sleeps the given seconds (the caller polls; one poller per Run per process)."""
+        yield asyncio.sleep
+
+
+class _SqliteBackend:
+    def __init__(self, journal: SqliteSourceJournal, deliveries: SqliteDeliveryLog) -> None:
+        self.journal = journal
+        self.deliveries = deliveries
+
+    def connect(self) -> Database:
+        return self.journal._db  # its connection for the writer thread is the thread's own
+
+    def commit(self, session: Any, writes: Sequence[StreamWrite], *, verify: bool) -> None:
+        with session.write("commit a batch") as conn:
+            write_items(self.journal, conn, writes, verify=verify)
+            write_records(self.deliveries, conn, writes, verify=verify)
+
+    def lost(self, error: BaseException) -> bool:
+        return False  # a file does not go away: a SQLite error is the write's own
+
+    def close(self, session: Any) -> None:
+        pass

@@ -1,0 +1,134 @@
+# The stores of a Host, as every part of the kit sees them: one Protocol per
+# store (``SourceJournal``, ``DeliveryLog``, ``CheckpointStore``), which the
+# SQLite and the PostgreSQL classes both satisfy (the contract suite in
+# tests/contract runs one set of tests on both), and ``Stores``: a journal and
+# a delivery log on one database with that database's batched writer, what
+# the run supervisor drives (``host.stores.stores_of`` makes one).
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol, runtime_checkable
+
+from ag_ui.core import BaseEvent, RunErrorEvent
+
+from ..core.encode import EncodedEvent
+from ..core.history import StreamCursor
+from ..core.observer import HarnessAguiObserver
+from ..core.source import HarnessStreamEvent
+from .checks import Cursor
+
+__all__ = ["SourceJournal", "DeliveryLog", "CheckpointStore", "Stores"]
+
+
+@runtime_checkable
+class SourceJournal(Protocol):
+    """A source journal (``SqliteSourceJournal``, ``PostgresSourceJournal``): the retained stream of
+    each root Run, see ``SqliteSourceJournal`` for the contract of every method."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def read_only(self) -> bool: ...
+
+    def append(self, item: HarnessStreamEvent, *, root_run_id: str | None = None) -> bool: ...
+
+    def cursor(self, run_id: str) -> Cursor: ...
+
+    def finished(self, run_id: str) -> bool: ...
+
+    def root_of(self, run_id: str) -> str | None: ...
+
+    def runs(self, thread_id: str | None = None) -> tuple[str, ...]: ...
+
+    def thread_of(self, run_id: str) -> str | None: ...
+
+    def stream_cursor(self, run_id: str, *, through: Cursor) -> StreamCursor: ...
+
+    def read_prefix(self, run_id: str, *, through: Cursor) -> AsyncIterator[HarnessStreamEvent]: ...
+
+    def tail(self, run_id: str, *, after: Cursor, poll_interval: float | None = None,
+             ) -> AsyncIterator[HarnessStreamEvent]: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class DeliveryLog(Protocol):
+    """A delivery log (``SqliteDeliveryLog``, ``PostgresDeliveryLog`` and its fenced view): durable
+    event ids per root Run; see ``SqliteDeliveryLog`` for the contract of every method."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def read_only(self) -> bool: ...
+
+    def record(self, item: HarnessStreamEvent, events: Sequence[BaseEvent | EncodedEvent], *,
+               root_run_id: str | None = None, expected_cursor: Any = ...) -> tuple[Any, ...]: ...
+
+    def fail(self, run_id: str, event: RunErrorEvent, *, expected_cursor: Cursor,
+             thread_id: str | None = None) -> Any: ...
+
+    def cursor(self, run_id: str) -> Cursor: ...
+
+    def last_event_id(self, run_id: str) -> int: ...
+
+    def finished(self, run_id: str) -> bool: ...
+
+    def replay(self, run_id: str, *, after: str | int | None = None) -> tuple[Any, ...]: ...
+
+    def page(self, run_id: str, *, after: int, limit: int = ...) -> Any: ...
+
+    def follow(self, run_id: str, *, after: str | int | None = None, poll_interval: float | None = None,
+               ) -> AsyncIterator[Any]: ...
+
+    def sse(self, run_id: str, *, last_event_id: str | int | None = None, poll_interval: float | None = None,
+            ) -> AsyncIterator[str]: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class CheckpointStore(Protocol):
+    """A checkpoint store (``SqliteCheckpointStore``): sealed checkpoints of Runs' projections."""
+
+    @property
+    def key(self) -> bytes: ...
+
+    def offer(self, run_id: str, observer: HarnessAguiObserver, *,
+              processor_identity: str | None = None) -> Any: ...
+
+    def positions(self, run_id: str) -> list[int]: ...
+
+    def load(self, run_id: str, position: int) -> Any: ...
+
+    def close(self) -> None: ...
+
+
+class Stores(Protocol):
+    """A journal and a delivery log on one database, and how that database writes a batch: what the
+    run supervisor (``host.supervisor``) drives. Made by ``stores_of``."""
+
+    @property
+    def journal(self) -> SourceJournal: ...
+
+    @property
+    def deliveries(self) -> DeliveryLog: ...
+
+    def writer(self, policy: Any) -> Any:
+        """A new ``host.batch.BatchWriter`` for this database (one per supervisor)."""
+        ...
+
+    def lost(self, error: BaseException) -> bool:
+        """Whether ``error`` says the database cannot be reached for now (read again later), rather
+        than that the read or write itself is wrong."""
+        ...
+
+    def changes(self, run_id: str) -> AbstractAsyncContextManager[Callable[[float], Awaitable[Any]]]:
+        """For as long as the block lasts, an awaitable ``wait(seconds)`` that returns when another
+        process may have recorded events of ``run_id`` since the block began or the last wait (a NOTIFY
+        on PostgreSQL), or after ``seconds`` (all SQLite can do: it has no notification)."""
+        ...

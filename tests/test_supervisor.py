@@ -1,0 +1,235 @@
+"""The run supervisor (``host.supervisor``) in process, on SQLite: what it promises about commits, the
+in-memory hand-off, followers and a Harness that resends. tests/test_serve*.py drive it over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness_agui import HarnessStreamEvent
+from harness_agui.host import (
+    FollowerLimitError,
+    SqliteDeliveryLog,
+    SqliteSourceJournal,
+    parse_last_event_id,
+)
+from harness_agui.host.batch import GroupCommit
+from harness_agui.host.stores import stores_of
+from harness_agui.host.supervisor import RunSupervisor
+from harness_agui.testing import SourceBuilder, projection_json, simulated_run
+
+
+def a_run(run_id: str, deltas: int = 30) -> list[HarnessStreamEvent]:
+    b = SourceBuilder("thread-s", run_id)
+    b.user("Count.").request().text(0, [f"{n} " for n in range(deltas)]).completed("done")
+    return b.items
+
+
+async def paced(items: list[HarnessStreamEvent], pace: float = 0.002) -> AsyncIterator[HarnessStreamEvent]:
+    for item in items:
+        await asyncio.sleep(pace)
+        yield item
+
+
+def frames_of(chunks: list[bytes]) -> list[tuple[int, dict[str, Any]]]:
+    out = []
+    for frame in b"".join(chunks).decode().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in frame.splitlines() if ": " in line)
+        if "data" in lines:
+            number = int(lines["id"].split(".")[0]) if "id" in lines else 0
+            out.append((number, json.loads(lines["data"])))
+    return out
+
+
+class Host:
+    """A supervisor on a fresh SQLite file, with the stores it drives."""
+
+    def __init__(self, path: Path, **options: Any) -> None:
+        self.journal = SqliteSourceJournal(path, synchronous="NORMAL")
+        self.deliveries = SqliteDeliveryLog(path, synchronous="NORMAL")
+        self.supervisor = RunSupervisor(stores_of(self.journal, self.deliveries), poll_interval=0.01, **options)
+
+    async def close(self) -> None:
+        await self.supervisor.stop()
+        self.journal.close()
+        self.deliveries.close()
+
+
+async def collect(iterator: AsyncIterator[bytes]) -> list[bytes]:
+    return [chunk async for chunk in iterator]
+
+
+def test_every_event_a_follower_is_sent_is_committed_with_its_item_before_it_is_sent(tmp_path: Path) -> None:
+    items = a_run("run-durable")
+
+    async def scenario() -> list[tuple[int, dict[str, Any]]]:
+        host = Host(tmp_path / "host.db")
+        seen: list[bytes] = []
+        with SqliteDeliveryLog(tmp_path / "host.db", read_only=True) as log, \
+                SqliteSourceJournal(tmp_path / "host.db", read_only=True) as journal:
+            host.supervisor.start_run("thread-s", "run-durable", lambda: paced(items))
+            async for chunk in host.supervisor.follow("run-durable"):
+                seen.append(chunk)
+                last = frames_of(seen)[-1][0]
+                assert log.last_event_id("run-durable") >= last  # the event is in the database ...
+                cursor = journal.cursor("run-durable")
+                assert cursor is not None and cursor >= log.page("run-durable", after=last - 1).deliveries[0] \
+                    .source_position  # ... and so is the item that produced it
+        await host.close()
+        return frames_of(seen)
+
+    got = asyncio.run(asyncio.wait_for(scenario(), 30))
+    assert [json.dumps(e, separators=(",", ":")) for _, e in got] == projection_json(items)
+    assert [n for n, _ in got] == list(range(1, len(got) + 1))
+
+
+def test_the_writes_of_runs_that_stream_at_once_share_transactions(tmp_path: Path) -> None:
+    runs = {f"run-{n}": a_run(f"run-{n}") for n in range(20)}
+
+    async def scenario() -> tuple[int, int]:
+        host = Host(tmp_path / "host.db", group_commit=GroupCommit(max_items=512, max_delay=0.005))
+        for run_id, items in runs.items():
+            host.supervisor.start_run("thread-s", run_id, lambda items=items: paced(items))
+        for run_id in runs:
+            await host.supervisor.wait(run_id)
+        writer = host.supervisor.writer
+        batches, written = writer.batches, writer.items
+        await host.close()
+        return batches, written
+
+    batches, written = asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert written == sum(len(items) for items in runs.values())
+    assert batches * 4 < written  # one fsync per batch of several Runs' items, not one per item
+    with SqliteDeliveryLog(tmp_path / "host.db", read_only=True) as log:
+        for run_id, items in runs.items():
+            assert [d.data for d in log.replay(run_id)] == projection_json(items)
+
+
+def test_followers_of_a_run_driven_here_are_served_from_memory_without_reading_the_log(tmp_path: Path) -> None:
+    items = a_run("run-memory", deltas=60)
+    reads: list[int] = []
+
+    async def scenario() -> list[list[bytes]]:
+        host = Host(tmp_path / "host.db")
+        page = host.deliveries.page
+
+        def counted(run_id: str, **options: Any) -> Any:
+            reads.append(options["after"])
+            return page(run_id, **options)
+
+        host.deliveries.page = counted  # type: ignore[method-assign]
+        host.supervisor.start_run("thread-s", "run-memory", lambda: paced(items, 0.005))
+        followers = [asyncio.create_task(collect(host.supervisor.follow("run-memory"))) for _ in range(5)]
+        got = await asyncio.gather(*followers)
+        await host.close()
+        return got
+
+    got = asyncio.run(asyncio.wait_for(scenario(), 30))
+    for chunks in got:
+        assert [json.dumps(e, separators=(",", ":")) for _, e in frames_of(chunks)] == projection_json(items)
+    assert reads == []
+
+
+def test_a_follower_of_a_run_another_process_drives_on_the_same_file_gets_every_event_once(tmp_path: Path) -> None:
+    items = a_run("run-elsewhere", deltas=80)
+
+    async def scenario() -> list[bytes]:
+        driver, reader = Host(tmp_path / "host.db"), Host(tmp_path / "host.db")
+        driver.supervisor.start_run("thread-s", "run-elsewhere", lambda: paced(items, 0.003))
+        while await reader.supervisor.last_event_id("run-elsewhere") < 5:
+            await asyncio.sleep(0.01)
+        got = await collect(reader.supervisor.follow("run-elsewhere"))  # pages, then the shared reader
+        await driver.close()
+        await reader.close()
+        return got
+
+    got = frames_of(asyncio.run(asyncio.wait_for(scenario(), 30)))
+    assert [json.dumps(e, separators=(",", ":")) for _, e in got] == projection_json(items)
+    assert [n for n, _ in got] == list(range(1, len(got) + 1))
+
+
+def test_a_run_that_has_all_the_followers_it_may_have_turns_the_next_one_away(tmp_path: Path) -> None:
+    items = a_run("run-full")
+
+    async def scenario() -> None:
+        host = Host(tmp_path / "host.db", max_followers=2)
+        host.supervisor.start_run("thread-s", "run-full", lambda: paced(items, 0.01))
+        first = [host.supervisor.follow("run-full") for _ in range(2)]
+        firsts = [await anext(f) for f in first]  # attached
+        assert all(firsts)
+        with pytest.raises(FollowerLimitError) as refused:
+            host.supervisor.follow("run-full")
+        assert refused.value.limit == 2 and refused.value.run_id == "run-full"
+        for f in first:
+            await f.aclose()  # type: ignore[attr-defined]
+        assert await anext(host.supervisor.follow("run-full"))  # room again
+        await host.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 30))
+
+
+def test_a_reattached_harness_that_resends_stored_items_is_harmless_and_a_different_one_ends_the_run(
+        tmp_path: Path) -> None:
+    items = simulated_run("thread-s", "run-again")
+    database = tmp_path / "host.db"
+    with SqliteSourceJournal(database) as journal:  # a crash left 10 items journaled, none recorded
+        for item in items[:10]:
+            journal.append(item)
+
+    def reattach(thread_id: str, run_id: str, after: int | None) -> AsyncIterator[HarnessStreamEvent]:
+        return paced(items[5:], 0)  # resends from earlier than the journal's cursor
+
+    async def recover() -> None:
+        host = Host(database, reattach=reattach)
+        assert await host.supervisor.start() == ("run-again",)
+        await host.supervisor.wait("run-again")
+        await host.close()
+
+    asyncio.run(asyncio.wait_for(recover(), 30))
+    with SqliteDeliveryLog(database, read_only=True) as log:
+        assert [d.data for d in log.replay("run-again")] == projection_json(items)
+
+    other = simulated_run("thread-s", "run-changed")
+    with SqliteSourceJournal(database) as journal:
+        for item in other[:10]:
+            journal.append(item)
+    changed = [*other[:6], SourceBuilder("thread-s", "run-changed", first_sequence=6).observation("not", 1).items[0]]
+
+    async def refuse() -> None:
+        host = Host(database, reattach=lambda *_: paced(changed, 0))
+        await host.supervisor.start()
+        await host.supervisor.wait("run-changed")
+        await host.close()
+
+    asyncio.run(asyncio.wait_for(refuse(), 30))
+    with SqliteDeliveryLog(database, read_only=True) as log:
+        last = json.loads(log.replay("run-changed")[-1].data)
+    assert last["type"] == "RUN_ERROR" and last["code"] == "harness_agui.source_refused"
+    assert "sequence 6 differs from the one stored" in last["message"]
+
+
+def test_two_supervisors_driving_one_run_record_each_event_once(tmp_path: Path) -> None:
+    items = a_run("run-twice", deltas=200)
+    database = tmp_path / "host.db"
+    with SqliteSourceJournal(database) as journal:  # journaled whole by an ingest, recorded by nobody yet
+        for item in items:
+            journal.append(item)
+
+    async def scenario() -> None:
+        one, two = Host(database), Host(database)
+        await asyncio.gather(one.supervisor.start(), two.supervisor.start())
+        await asyncio.gather(one.supervisor.wait("run-twice"), two.supervisor.wait("run-twice"))
+        await one.close()
+        await two.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+    with SqliteDeliveryLog(database, read_only=True) as log:
+        delivered = log.replay("run-twice")
+    assert [d.data for d in delivered] == projection_json(items)
+    assert [parse_last_event_id(d.sse_id, run_id="run-twice") for d in delivered] == \
+        list(range(1, len(delivered) + 1))
