@@ -2,12 +2,14 @@
 #
 # Every CUSTOM value is an object with the source correlation (thread_id,
 # run_id, sequence, occurred_at). An ordinary one adds "payload" (the source
-# payload's wire JSON) and, for input text, "chunk" {index, count}. A value
-# whose compact JSON would exceed CUSTOM_MAX_CHARS is instead sent as several
-# events of the same name, each with "fragment" {index, count} and "data", a
-# slice of the original value's JSON text. ``custom_records`` cuts them (the
-# reducer's only way to emit a CUSTOM event) and ``assemble_custom`` joins
-# them, so both halves of the format live here.
+# payload's wire JSON) and, for input text, "chunk" {index, count}. An event
+# too large for the Host's transport (``ProjectionOptions.max_event_bytes``)
+# is sent as several CUSTOM events, each with "fragment" {index, count} and
+# "data", a slice of JSON text: of the original value, under the CUSTOM's own
+# name, or of a whole event of another kind, under ``harness.event``
+# (``core.fit`` cuts them). ``custom_records`` makes the reducer's CUSTOM
+# records and ``assemble_custom`` joins fragments, so both halves of the
+# format live in these two modules.
 
 from __future__ import annotations
 
@@ -20,28 +22,25 @@ from . import _json
 from . import records as ev
 from .records import Record
 
-__all__ = ["assemble_custom", "is_fragment", "custom_records", "CUSTOM_MAX_CHARS", "CUSTOM_FRAGMENT_CHARS"]
+__all__ = ["assemble_custom", "is_fragment", "custom_records", "CUSTOM_MAX_CHARS", "CUSTOM_FRAGMENT_CHARS",
+           "EVENT_FRAGMENT"]
+
+EVENT_FRAGMENT = "harness.event"
+"""The name of the CUSTOM fragments that carry an event of a kind AG-UI cannot cut (see ``core.fit``)."""
 
 CUSTOM_MAX_CHARS = 65536
-"""A CUSTOM value whose compact JSON is longer than this is sent in fragments."""
+"""Deprecated: CUSTOM events are cut by ``ProjectionOptions.max_event_bytes`` (the event's whole JSON, in
+bytes), whose default has this value."""
 
 CUSTOM_FRAGMENT_CHARS = 30000
-"""Characters of the original value's JSON text carried by one fragment."""
+"""Deprecated: fragments are as large as ``max_event_bytes`` allows."""
 
 
 def custom_records(ts: int, name: str, value: dict[str, Any], correlation: dict[str, Any]) -> list[Record]:
-    """The records of one CUSTOM event ``name`` carrying ``value``: one record,
-    or fragments of at most CUSTOM_FRAGMENT_CHARS of its JSON text, each with
-    ``correlation`` (the source item's) so a reader can tell whose they are."""
-    text = _json.dumps(value)
-    if len(text) <= CUSTOM_MAX_CHARS:
-        return [ev.custom(ts, name, text)]
-    pieces = [text[i:i + CUSTOM_FRAGMENT_CHARS] for i in range(0, len(text), CUSTOM_FRAGMENT_CHARS)]
-    out = []
-    for i, piece in enumerate(pieces):
-        fragment = dict(correlation, fragment={"index": i, "count": len(pieces)}, data=piece)
-        out.append(ev.custom(ts, name, _json.dumps(fragment)))
-    return out
+    """The record of one CUSTOM event ``name`` carrying ``value`` (the item's
+    ``correlation`` is in it). One that is too large for the Host's transport
+    is cut into fragments after the processor (``core.fit``)."""
+    return [ev.custom(ts, name, _json.dumps(value))]
 
 
 def is_fragment(event: Any) -> bool:
@@ -56,28 +55,57 @@ def is_fragment(event: Any) -> bool:
 
 
 def assemble_custom(events: Iterable[BaseEvent]) -> Iterator[BaseEvent]:
-    """Yield ``events`` with every run of CUSTOM fragments joined back into
-    the one CUSTOM event they were cut from (same name, timestamp and value).
+    """Yield ``events`` with every run of fragments joined back into the
+    event it was cut from (see ``core.fit``): a CUSTOM event's fragments into
+    that CUSTOM event (same name, timestamp, value and subagent), the
+    fragments of ``harness.event`` into the event they carry, in the place of
+    the stand-in that follows them. Reassembled, the events are those of a
+    projection without a size limit.
 
-    Raises ValueError for fragments that are out of order, incomplete, or
-    interleaved with another event. A subagent's fragments join into its
-    CUSTOM event (same ``subagent_run_id``).
+    Raises ValueError for fragments that are out of order, incomplete,
+    interleaved with another event, or missing the stand-in they announce.
     """
     pending: list[CustomEvent] = []
+    restored: BaseEvent | None = None  # an event whose stand-in comes next
     for event in events:
+        if restored is not None:
+            if event.type != restored.type:
+                raise ValueError(f"a {restored.type.value} carried in {EVENT_FRAGMENT} fragments is not followed by "
+                                 f"its stand-in but by a {event.type.value} event")
+            yield restored
+            restored = None
+            continue
         if is_fragment(event):
             assert isinstance(event, CustomEvent)
             pending.append(event)
             count = event.value["fragment"]["count"]
             if len(pending) == count:
-                yield _join(pending)
+                joined = _join(pending)
                 pending = []
+                if joined.name != EVENT_FRAGMENT:
+                    yield joined
+                    continue
+                whole = _event(joined.value)
+                if event.value.get("stand_in"):
+                    restored = whole
+                else:
+                    yield whole
             continue
         if pending:
             raise ValueError(f"incomplete fragments of CUSTOM {pending[0].name!r} before a {event.type.value} event")
         yield event
     if pending:
         raise ValueError(f"incomplete fragments of CUSTOM {pending[0].name!r} at the end of the events")
+    if restored is not None:
+        raise ValueError(f"a {restored.type.value} carried in {EVENT_FRAGMENT} fragments has no stand-in after them")
+
+
+def _event(value: Any) -> BaseEvent:
+    """The AG-UI event whose wire JSON (as a dict) ``value`` is."""
+    kind = ev.KINDS.get(str(value.get("type"))) if isinstance(value, dict) else None
+    if kind is None:
+        raise ValueError(f"{EVENT_FRAGMENT} fragments that carry no event of a known type")
+    return kind.cls.model_validate(value)
 
 
 def _join(fragments: list[CustomEvent]) -> CustomEvent:

@@ -81,6 +81,7 @@ from ._fast import new_tuple, part_streamed, with_fields
 from ._json import JSON
 from .custom import CUSTOM_FRAGMENT_CHARS, CUSTOM_MAX_CHARS, custom_records
 from .errors import AguiObservationError, FinishedSubagentError, ForeignRunError, UnknownSubagentError
+from .fit import fit, fits
 from .history import HistoryCursor, advance_in_stream, is_root_item
 from .history import advance as advance_history
 from .idmap import IdMap
@@ -217,6 +218,9 @@ def step(state: ProjectionState, item: HarnessStreamEvent,
     # child appears (``_delegating``).
     run = _run_step(root, history, event, ts, out, state.options)
     records = out if processor is None or not out else apply_processor(processor, event, out)
+    limit = state.options.max_event_bytes
+    if limit is not None and not fits(records, limit):
+        records = fit(records, event, limit)
     events = state.events
     if len(records) == 1:
         events = events.append(records[0])
@@ -271,6 +275,8 @@ def _child_step(state: ProjectionState, item: HarnessStreamEvent,
     sub = with_fields(sub, run=run)
     if not pieces:
         held = own if processor is None or not own else apply_processor(processor, item, own)
+        if state.options.max_event_bytes is not None:
+            held = fit(held, item, state.options.max_event_bytes)
         return state._replace(subagents=state.subagents.set(run_id, with_fields(sub, pending=tuple(held)))), []
     pieces.append((True, own))
     return _emit(state._replace(subagents=state.subagents.set(run_id, sub)), item, processor, pieces)
@@ -428,9 +434,12 @@ def _emit(state: ProjectionState, item: HarnessStreamEvent, processor: Processor
     ones (a child's events from before its announcement) as they were kept;
     appended to the log."""
     records: list[Record] = []
+    limit = state.options.max_event_bytes
     for fresh, piece in pieces:
         if fresh and processor is not None and piece:
             piece = apply_processor(processor, item, piece)
+        if fresh and limit is not None:
+            piece = fit(piece, item, limit)
         records.extend(piece)
     state = state._replace(events=state.events.extend(records)) if records else state
     return _note_texts(state, records), records
