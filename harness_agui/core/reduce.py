@@ -69,7 +69,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import attrs
 from ag_ui.core import BaseEvent
@@ -140,9 +140,10 @@ from .state import (
 )
 
 __all__ = ["Processor", "reduce", "advance", "step", "INPUT_CHUNK_CHARS", "CUSTOM_MAX_CHARS",
-           "CUSTOM_FRAGMENT_CHARS", "CUT_OFF"]
+           "CUSTOM_FRAGMENT_CHARS", "CUT_OFF", "interrupt_id", "InterruptReason", "APPROVAL_SCHEMA"]
 
 Processor = Callable[[HarnessStreamEvent, BaseEvent], "BaseEvent | None"]
+InterruptReason = Literal["tool_call", "tool_approval"]
 
 INPUT_CHUNK_CHARS = 8192
 """Input text is carried in CUSTOM events of at most this many characters."""
@@ -208,7 +209,7 @@ def step(state: ProjectionState, item: HarnessStreamEvent,
     if type(item) is HarnessRunResultEvent:
         return _terminal_step(state, history, item, ts, processor)
     event: HarnessEvent = item  # type: ignore[assignment]  # the terminal item took the branch above
-    out = [] if cursor.thread_id is not None else [ev.run_started(ts, event.thread_id, event.run_id)]
+    out = [] if cursor.thread_id is not None else [_run_started(event, ts, state.options)]
     if state.subagents is not EMPTY_MAP:  # a delegating stream: the item may end a child's delegation first
         state, closed = _delegation_end(state, event, ts)
         run = _run_step(root, history, event, ts, out, state.options)
@@ -353,7 +354,7 @@ def _terminal_step(state: ProjectionState, history: HistoryCursor, item: Harness
     then the root's parts are closed and the run ends."""
     pieces: list[tuple[bool, list[Record]]] = []
     if state.root.history.thread_id is None:
-        pieces.append((True, [ev.run_started(ts, item.thread_id, item.run_id)]))
+        pieces.append((True, [_run_started(item, ts, state.options)]))
     closed: list[Record] = []
     for sub in sorted((s for s in state.subagents.values() if s.running), key=lambda s: (-s.depth, s.order)):
         state = _close_subagent(state, sub.run_id, ts, "cut_off", closed,
@@ -365,7 +366,7 @@ def _terminal_step(state: ProjectionState, history: HistoryCursor, item: Harness
             sub, status="cut_off", pending=())))
     own: list[Record] = []
     run = _run(_close_run(state.root, ts, own), history)
-    own.extend(_terminal(item, ts))
+    own.extend(_terminal(item, ts, state.options))
     state, run, own = _publish(state, run, item.run_id, own, attribute=False)
     pieces.append((True, own))
     return _emit(state._replace(root=run), item, processor, pieces)
@@ -1045,17 +1046,40 @@ def _usage(result: RunResult) -> str | None:
     return _json.dumps([entry]) if entry else None
 
 
+def interrupt_id(tool_call_id: str, reason: InterruptReason) -> str:
+    """The id of the interrupt a suspended Run gives a deferred call (reason
+    ``"tool_call"``: the call's own id, whose answer is its result) or an
+    approval (``"tool_approval"``: ``<tool_call_id>:approval``): what a
+    client's ``resume[]`` entry names."""
+    return tool_call_id if reason == "tool_call" else f"{tool_call_id}:approval"
+
+
+APPROVAL_SCHEMA: dict[str, Any] = {
+    "oneOf": [
+        {"type": "boolean", "description": "true approves the call, false denies it"},
+        {"type": "object", "properties": {"approved": {"type": "boolean"}, "reason": {"type": "string"}},
+         "required": ["approved"], "additionalProperties": False},
+    ],
+}
+"""The ``responseSchema`` of an approval interrupt: true or false, or ``{"approved", "reason"}``."""
+
+
 def _interrupts(result: RunResult) -> list[dict[str, Any]]:
     assert result.deferred is not None
     out = []
-    for reason, verb, calls in (("tool_call", "the result of", result.deferred.calls),
-                                ("tool_approval", "approval of", result.deferred.approvals)):
+    waits: tuple[tuple[InterruptReason, str, tuple[DeferredToolCall, ...]], ...] = (
+        ("tool_call", "the result of", result.deferred.calls),
+        ("tool_approval", "approval of", result.deferred.approvals))
+    for reason, verb, calls in waits:
         for call in calls:
+            schema = APPROVAL_SCHEMA if reason == "tool_approval" else {
+                "description": f"The result of {call.tool_name}: any JSON value"}
             out.append({
-                "id": call.tool_call_id if reason == "tool_call" else f"{call.tool_call_id}:approval",
+                "id": interrupt_id(call.tool_call_id, reason),
                 "reason": reason,
                 "message": f"Waiting for {verb} {call.tool_name}",
                 "toolCallId": call.tool_call_id,
+                "responseSchema": schema,
                 "metadata": {"harness": _deferred_metadata(call, result.deferred.metadata)},
             })
     return out
@@ -1073,7 +1097,11 @@ def _deferred_metadata(call: DeferredToolCall, metadata: dict[str, Any] | None) 
     return out
 
 
-def _terminal(item: HarnessRunResultEvent, ts: int) -> list[Record]:
+def _run_started(item: HarnessStreamEvent, ts: int, options: ProjectionOptions) -> Record:
+    return ev.run_started(ts, options.client_thread_id or item.thread_id, options.client_run_id or item.run_id)
+
+
+def _terminal(item: HarnessRunResultEvent, ts: int, options: ProjectionOptions) -> list[Record]:
     result = item.result
     usage = _usage(result)
     status = result.status
@@ -1092,4 +1120,5 @@ def _terminal(item: HarnessRunResultEvent, ts: int) -> list[Record]:
         outcome = {"type": "interrupt", "interrupts": _interrupts(result)}
     else:
         outcome = {"type": "cancelled"}
-    return [ev.run_finished(ts, item.thread_id, item.run_id, output, _json.dumps(outcome), usage)]
+    return [ev.run_finished(ts, options.client_thread_id or item.thread_id, options.client_run_id or item.run_id,
+                            output, _json.dumps(outcome), usage)]
