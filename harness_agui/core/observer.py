@@ -57,7 +57,7 @@ class HarnessAguiObserver:
     observing the live tail.
 
     ``processor(source_item, event) -> event | None`` may rewrite the content
-    of events or drop them; see SPEC section 6.
+    of events or drop them (``core.processor`` states the contract).
 
     ``retain_events=False`` makes a live-only observer: it keeps the
     conversion state but not the emitted events (the Host's delivery log
