@@ -115,6 +115,18 @@ def _interleaved(loops: dict[str, Callable[[], Any]], repeats: int) -> dict[str,
     return {name: statistics.median(t) for name, t in times.items()}
 
 
+def _upstream_observer() -> Any:
+    """The observer class of the real a13n-stream-protocol 0.21 (upstream), when it is installed (``make
+    .venv-a13n/.installed`` installs it), never this library's compat package put behind its name."""
+    try:
+        import a13n_stream_protocol
+    except ImportError:
+        return None
+    if "harness_agui" in (getattr(a13n_stream_protocol, "__file__", None) or ""):
+        return None
+    return a13n_stream_protocol.HarnessAguiObserver
+
+
 def measure(size: int, repeats: int, before: str | None) -> dict[str, Any]:
     natives = native_run(size)
     items = [a13n.from_a13n(x) for x in natives]
@@ -139,6 +151,21 @@ def measure(size: int, repeats: int, before: str | None) -> dict[str, Any]:
     loops["encode (the journal line)"] = lambda: [encode(i) for i in items]
     loops["from_a13n + encode"] = lambda: [encode(a13n.from_a13n(x)) for x in natives]
     loops["from_a13n + observe_encoded()"] = project
+    upstream = _upstream_observer()
+    if upstream is not None:
+        def upstream_observe() -> None:
+            observer = upstream()
+            for x in natives:
+                observer.observe(x)
+
+        def upstream_json() -> None:
+            observer = upstream()
+            for x in natives:
+                for event in observer.observe(x):
+                    event.model_dump_json(by_alias=True)
+
+        loops["a13n-stream-protocol 0.21 observe()"] = upstream_observe
+        loops["a13n-stream-protocol 0.21 observe() + model_dump_json"] = upstream_json
     n = len(natives)
     rows = {name: t / n * 1e6 for name, t in _interleaved(loops, repeats).items()}
     return {"items": n, "repeats": repeats, "us_per_item": rows}
@@ -157,6 +184,11 @@ def report(result: dict[str, Any]) -> str:
         "|---|---:|---:|",
     ]
     lines += [f"| {name} | {us:.2f} | {us / base:.2f}x |" for name, us in rows.items()]
+    ours = rows["from_a13n + observe_encoded()"]
+    for name in ("a13n-stream-protocol 0.21 observe()", "a13n-stream-protocol 0.21 observe() + model_dump_json"):
+        if name in rows:
+            lines += ["", f"from_a13n + observe_encoded() is {rows[name] / ours:.1f}x faster than {name} "
+                          f"(target: 15x)."]
     return "\n".join(lines) + "\n"
 
 
