@@ -8,6 +8,11 @@ README for a quick start.
 import warnings as _warnings
 from typing import Any as _Any
 
+from . import source as _source
+from .core import custom as _custom
+from .core import history as _history
+from .core import reduce as _reduce
+from .core import state as _state
 from .core.custom import assemble_custom
 from .core.encode import EncodedEvent
 from .core.errors import (
@@ -29,6 +34,7 @@ from .core.records import EventLog
 from .core.reduce import Processor, reduce
 from .core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
 from .core.state import INITIAL_STATE, ProjectionOptions, ProjectionState
+from .wire import codec as _codec
 from .wire.codec import DecodeError
 from .wire.codec import decode as decode_line
 from .wire.codec import encode as encode_line
@@ -71,19 +77,19 @@ __all__ = [
 ]
 
 # Names this package exported before 0.2, kept for one release: each import warns and says where it lives.
-_MOVED = {
-    "advance": "harness_agui.core.reduce",
-    "OpenPart": "harness_agui.core.state",
-    "SubagentState": "harness_agui.core.state",
-    "HistoryCursor": "harness_agui.core.history",
-    "StreamCursor": "harness_agui.core.history",
-    "advance_stream": "harness_agui.core.history",
-    "is_fragment": "harness_agui.core.custom",
-    "INPUT_CHUNK_CHARS": "harness_agui.core.reduce",
-    "CUSTOM_MAX_CHARS": "harness_agui.core.custom",
-    "encode": "harness_agui.wire.codec",
-    "decode": "harness_agui.wire.codec",
-    "Migration": "harness_agui.wire.codec",
+_MOVED: dict[str, _Any] = {
+    "advance": _reduce,
+    "OpenPart": _state,
+    "SubagentState": _state,
+    "HistoryCursor": _history,
+    "StreamCursor": _history,
+    "advance_stream": _history,
+    "is_fragment": _custom,
+    "INPUT_CHUNK_CHARS": _reduce,
+    "CUSTOM_MAX_CHARS": _custom,
+    "encode": _codec,
+    "decode": _codec,
+    "Migration": _codec,
 }
 _SOURCE = frozenset({
     "PartStartEvent", "PartDeltaEvent", "PartEndEvent", "TextPart", "ThinkingPart", "ToolCallPart",
@@ -96,14 +102,12 @@ _SOURCE = frozenset({
 
 
 def __getattr__(name: str) -> _Any:
-    import importlib
-
-    where = "harness_agui.source" if name in _SOURCE else _MOVED.get(name)
-    if where is None:
+    module = _source if name in _SOURCE else _MOVED.get(name)
+    if module is None:
         raise AttributeError(f"module 'harness_agui' has no attribute {name!r}")
-    _warnings.warn(f"harness_agui.{name} moved to {where}.{name}; the old name goes in the next release",
+    _warnings.warn(f"harness_agui.{name} moved to {module.__name__}.{name}; the old name goes in the next release",
                    DeprecationWarning, stacklevel=2)
-    return getattr(importlib.import_module(where), name)
+    return getattr(module, name)
 
 
 def __dir__() -> list[str]:
