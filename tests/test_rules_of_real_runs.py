@@ -216,3 +216,32 @@ def test_a_real_run_with_a_provider_executed_call_answers_it() -> None:
     _answered(events)
     (result,) = [e for e in events if e["type"] == "TOOL_CALL_RESULT" and e["toolCallId"] == "builtin-search-1"]
     assert result["metadata"]["harness"]["provider_executed"] is True
+
+
+def test_no_real_run_sends_what_the_harness_marks_for_the_model_only_and_its_journal_keeps_it() -> None:
+    from pathlib import Path
+
+    from harness_agui.wire.agui import sse_frame
+
+    hidden = ("trusted dynamic context", "<agent-context")
+    names = sorted(p.stem for p in (Path(__file__).parent / "fixtures" / "a13n").glob("*.jsonl"))
+    for name in names:
+        items = _fixture(name)
+        journal = (Path(__file__).parent / "fixtures" / "a13n" / f"{name}.jsonl").read_text(encoding="utf-8")
+        sent, observer = "", HarnessAguiObserver()
+        for item in items:  # one observer per Run: a file may hold a Thread's Runs one after the other
+            sent += "".join(sse_frame(e) for e in observer.observe(item))
+            if observer.finished:
+                observer = HarnessAguiObserver()
+        for text in hidden:
+            assert text in journal, (name, text)
+            assert text not in sent, (name, text)
+    # A tool's supplements for the model only: the multimodal Run's chart returns its value, a note and an
+    # image, the note and the image marked display: false.
+    sent = "".join(sse_frame(e) for e in _events_of(_fixture("multimodal")))
+    assert "Chart attached:" not in sent and '\\"rendered\\":true' in sent  # its value, JSON in the content
+
+
+def _events_of(items: list[Any]) -> list[Any]:
+    observer = HarnessAguiObserver()
+    return [e for item in items for e in observer.observe(item)]
