@@ -38,9 +38,13 @@
 #      Run of the stream published first is published as ``<id>:<run_id>``
 #      (``<id>:<run_id>:<n>`` while taken), and every later event of that Run
 #      that refers to it follows; a child's events carry its
-#      ``subagent_run_id``; every published id is registered to its Run;
-#   5. the processor, once per event (``_emitted``). A child's held events
-#      were processed when their item came.
+#      ``subagent_run_id``; every published id is registered to its Run. A
+#      stream without children publishes every id as it is and registers
+#      nothing until its first child appears (``_delegating``, which counts
+#      the root's ids then, from its state);
+#   5. the processor, once per event, then the Host's size limit
+#      (``core.fit``): the step's tail and ``_emit``. A child's held events
+#      were processed and cut when their item came.
 #
 # The rulebook of a Run. Conversion is a single ``match`` on the payload
 # type. Ids and timestamps come only from the item (the part's own id, else
@@ -50,16 +54,29 @@
 # and count what was emitted, the end emits whatever the final part holds
 # beyond that count and closes the message. A tool call's START waits until
 # its name is known; its args text is held back until then. Whole-object args
-# are emitted once, as compact JSON, when the part ends. Parts still open
-# when a new model request starts are closed; an ended or closed part is
-# kept as retired until its index is used again, and a late delta or end of
-# one becomes a CUSTOM event (pydantic-ai sends deltas for a part after its
-# end, and a preempted request's part never ends); at the terminal item open
-# parts are closed. Tool calls go open -> ended -> answered: a result for an ended call
-# is TOOL_CALL_RESULT; for a call this Run never started (or already
-# answered) a CUSTOM event, since AG-UI has no valid way to answer an unknown
-# call; for a call whose part is still open, an error (the Harness runs tools
-# only after the model response).
+# are emitted once, as compact JSON, when the part ends; text args that are
+# not whole JSON at the part's end keep the call open until they are (or the
+# Harness announces the call, its result comes, or the request or Run ends).
+# Parts still open when a new model request starts are closed; an ended or
+# closed part is kept as retired until its index is used again, and a late
+# delta or end of one becomes a CUSTOM event (pydantic-ai sends deltas for a
+# part after its end, and a preempted request's part never ends); at the
+# terminal item open parts are closed.
+#
+# Tool calls go open -> ended -> answered. A result for an ended call is
+# TOOL_CALL_RESULT, whatever its outcome, and so is a provider-executed
+# call's builtin return; a call the Harness announces without this Run having
+# started it (a resumed Run's calls of the Run it resumes) becomes
+# answerable; a result for any other call (or a second one) is a CUSTOM
+# event, since AG-UI has no valid way to answer an unknown call; one for a
+# call whose part is still streaming, an error. An id the Harness uses again
+# after its call ended (servers that number calls per response) names a new
+# call, published as ``<id>:<sequence>``.
+#
+# What reaches the UI (``ProjectionOptions``): an input or tool supplement
+# the Harness marks ``display: false`` emits nothing unless ``show_hidden``;
+# an input or tool result that names the client's own message
+# (``CLIENT_MESSAGE_ID``) is not sent back to it.
 #
 # Nothing here reads the emitted events back: what a rule needs (id owners, a
 # child's last text) is kept in the state (``core.state``).
