@@ -43,7 +43,8 @@ from .livelog import LiveLog
 from .records import EventLog, RecordLog, build
 from .reduce import Processor, advance, step
 from .source import HarnessStreamEvent
-from .state import DEFAULT_OPTIONS, INITIAL_STATE, MAX_EVENT_BYTES, ProjectionOptions, ProjectionState
+from .state import DEFAULT_OPTIONS, INITIAL_STATE, MAX_EVENT_BYTES, OrderPolicy, ProjectionOptions, ProjectionState
+from .vocabulary import DEFAULT_VOCABULARY
 
 __all__ = ["HarnessAguiObserver"]
 
@@ -67,10 +68,15 @@ class HarnessAguiObserver:
     and ``catch_up()`` (it keeps the conversation's content for that); a
     retained observer always can.
 
-    ``show_hidden``, ``max_event_bytes`` and ``user_messages`` choose how
-    the stream is projected (``core.state.ProjectionOptions``): by default
-    nothing the Harness marks for the model only is published, no event's
-    JSON exceeds 64 KiB, and user inputs become user messages.
+    ``show_hidden``, ``max_event_bytes``, ``user_messages``, ``order`` and
+    ``vocabulary`` choose how the stream is projected
+    (``core.state.ProjectionOptions``): by default nothing the Harness
+    marks for the model only is published, no event's JSON exceeds 64 KiB,
+    user inputs become user messages, each Run's items must be numbered
+    from 0 without a gap (``order="tap"`` takes a13n-harness's producer tap
+    followed by the terminal item instead: see README "The producer tap"),
+    and the events are this library's vocabulary
+    (``vocabulary="a13n-stream-protocol/0.21"`` speaks that package's).
 
     State-changing calls must be serialized by the caller; reads (properties,
     ``snapshot()``, ``messages()``, ``catch_up()``, ``checkpoint()``) are
@@ -81,13 +87,14 @@ class HarnessAguiObserver:
 
     def __init__(self, processor: Processor | None = None, *, retain_events: bool = True,
                  track_messages: bool = False, show_hidden: bool = False,
-                 max_event_bytes: int | None = MAX_EVENT_BYTES, user_messages: bool = True) -> None:
+                 max_event_bytes: int | None = MAX_EVENT_BYTES, user_messages: bool = True,
+                 order: OrderPolicy = "strict", vocabulary: str = DEFAULT_VOCABULARY) -> None:
         if processor is not None and not callable(processor):
             raise TypeError(f"processor must be callable, not {type(processor).__name__}")
         if not isinstance(retain_events, bool) or not isinstance(track_messages, bool):
             raise TypeError("retain_events and track_messages must be bools")
         options = ProjectionOptions(show_hidden=show_hidden, max_event_bytes=max_event_bytes,
-                                    user_messages=user_messages)
+                                    user_messages=user_messages, vocabulary=vocabulary, order=order)
         self._processor = processor
         initial = INITIAL_STATE if options == DEFAULT_OPTIONS else INITIAL_STATE._replace(options=options)
         self._initial: ProjectionState = initial if retain_events else initial._replace(
