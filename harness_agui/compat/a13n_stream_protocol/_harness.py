@@ -18,7 +18,11 @@ import functools
 from types import SimpleNamespace
 from typing import Any
 
-__all__ = ["harness", "project_json", "tool_execution_value"]
+__all__ = ["NEEDS_A13N", "harness", "project_json", "tool_execution_value"]
+
+NEEDS_A13N = ("harness_agui.compat.a13n_stream_protocol needs a13n-harness 0.20 or 0.21 "
+              "(pip install 'harness-agui[a13n]', Python 3.13)")
+"""The message of the ImportError raised where a13n-harness is missing."""
 
 
 @functools.cache
@@ -31,10 +35,7 @@ def harness() -> SimpleNamespace:
         from a13n_harness.content import ContentItem, ContentMetadata, project_input_content
         from a13n_harness.tools._output import TOOL_CONTENT_METADATA_KEY
     except ImportError as error:
-        raise ImportError(
-            "harness_agui.compat.a13n_stream_protocol needs a13n-harness 0.20 or 0.21 "
-            f"(pip install 'harness-agui[a13n]', Python 3.13): {error}"
-        ) from error
+        raise ImportError(f"{NEEDS_A13N}: {error}") from error
     native = (ContentItem, messages.BinaryContent, messages.ImageUrl, messages.AudioUrl, messages.VideoUrl,
               messages.DocumentUrl, messages.UploadedFile, messages.TextContent)
     return SimpleNamespace(

@@ -45,10 +45,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from ag_ui.core import Event, TextPart, ToolCallArgsEvent, ToolCallResultEvent
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from ._base import AguiEventProcessor, ObserverContinuation
 from ._names import AUTHORED_INPUT_EVENT_NAMES
 from .fragments import CustomEventAssembler, FragmentState
 from .memory import MemorySource, memory_sources
-from .observer import AguiEventProcessor, ObserverContinuation
 
 if TYPE_CHECKING:
     from .observer import HarnessAguiStreamObserver
