@@ -40,7 +40,8 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import attrs
 from pyrsistent import PMap, PVector, pmap
 
-from .history import INITIAL_CURSOR, HistoryCursor
+from . import vocabulary
+from .history import INITIAL_CURSOR, HistoryCursor, advance_by_name
 from .idmap import IdMap, IdSet
 from .livelog import LiveLog
 from .records import EventLog, Record, RecordLog
@@ -114,8 +115,6 @@ def _max_event_bytes(inst: object, attribute: attrs.Attribute, value: object) ->
 
 
 def _vocabulary(inst: object, attribute: attrs.Attribute, value: object) -> None:
-    from . import vocabulary
-
     if not vocabulary.known(value):
         raise ValueError(f"vocabulary must be one of {sorted(vocabulary.VOCABULARIES)}, not {value!r}")
     if value != vocabulary.DEFAULT_VOCABULARY:  # the default registers itself with core.reduce
@@ -179,9 +178,6 @@ class ProjectionOptions(_Derived):
         rules: Vocabulary
 
     def __attrs_post_init__(self) -> None:
-        from . import vocabulary
-        from .history import advance_by_name
-
         set_ = object.__setattr__
         set_(self, "plain", self.vocabulary == vocabulary.DEFAULT_VOCABULARY and self.order == "strict")
         set_(self, "advance", advance_by_name(self.order))

@@ -33,15 +33,18 @@
 #
 # A state names its vocabulary (``ProjectionOptions.vocabulary``), so a
 # checkpoint and a replay keep it. The name is resolved here, from a fixed
-# table of exact names: a vocabulary of this library registers itself when
-# its module is imported, and a name the table knows but nothing registered
-# yet imports the module the table says (never a module named by a
-# checkpoint or a caller). ``DEFAULT_VOCABULARY`` is this library's own
-# vocabulary (``core.reduce`` builds and registers it).
+# table of exact names, to the vocabulary registered under it. A vocabulary
+# registers itself when its module is imported, and nothing here imports
+# one: a name the table knows but nothing registered yet is refused with
+# the module to import (so no checkpoint, and no caller's string, ever
+# makes this library import anything). ``DEFAULT_VOCABULARY`` is this
+# library's own vocabulary (``core.reduce`` builds and registers it); the
+# a13n-stream-protocol vocabulary is registered by
+# ``harness_agui.compat.a13n_stream_protocol.vocabulary`` (which the compat
+# observers import).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -51,7 +54,11 @@ if TYPE_CHECKING:
     from .history import HistoryCursor
     from .records import Record
     from .source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
-    from .state import ProjectionOptions, RunState
+
+RunState = Any
+"""A Run's state, ``core.state.RunState`` (not imported: core.state imports this module)."""
+ProjectionOptions = Any
+"""``core.state.ProjectionOptions`` (not imported, likewise)."""
 
 __all__ = ["Vocabulary", "DEFAULT_VOCABULARY", "VOCABULARIES", "REGISTERED", "register", "resolve", "known"]
 
@@ -62,12 +69,11 @@ VOCABULARIES: dict[str, str] = {
     DEFAULT_VOCABULARY: "harness_agui.core.reduce",
     "a13n-stream-protocol/0.21": "harness_agui.compat.a13n_stream_protocol.vocabulary",
 }
-"""Every vocabulary name a state may hold, and the module that registers it."""
+"""Every vocabulary name a state may hold, and the module whose import registers it."""
 
-Convert = Callable[["RunState", "HistoryCursor", "HarnessEvent", int, "list[Record]", "ProjectionOptions"],
-                   "RunState"]
-Close = Callable[["RunState", int, "list[Record]"], "RunState"]
-Terminal = Callable[["RunState", "HarnessRunResultEvent", int, "list[Record]"], "RunState"]
+Convert = Callable[[RunState, "HistoryCursor", "HarnessEvent", int, "list[Record]", ProjectionOptions], RunState]
+Close = Callable[[RunState, int, "list[Record]"], RunState]
+Terminal = Callable[[RunState, "HarnessRunResultEvent", int, "list[Record]"], RunState]
 Process = Callable[[Callable[[Any, Any], Any], "HarnessStreamEvent", "list[Record]"], "list[Record]"]
 Frame = Callable[["HarnessStreamEvent", "list[Record]"], "list[Record]"]
 
@@ -117,15 +123,13 @@ def known(name: object) -> bool:
 
 
 def resolve(name: str) -> Vocabulary:
-    """The vocabulary named ``name``, importing the module the table names
-    for it on first use. Raises ValueError for an unknown name, ImportError
-    when its module cannot be imported (the a13n-stream-protocol vocabulary
-    needs a13n-harness)."""
+    """The vocabulary registered as ``name``. Raises ValueError for a name
+    outside the table, and for one whose module was not imported yet (the
+    message names it)."""
     found = REGISTERED.get(name)
     if found is not None:
         return found
     module = VOCABULARIES.get(name) if type(name) is str else None
     if module is None:
         raise ValueError(f"unknown vocabulary {name!r} (known: {', '.join(sorted(VOCABULARIES))})")
-    importlib.import_module(module)
-    return REGISTERED[name]
+    raise ValueError(f"vocabulary {name!r} is not registered: import {module} first")

@@ -30,14 +30,6 @@ from typing import Any, Self
 
 from ag_ui.core import BaseEvent, Event
 
-from ._harness import NEEDS_A13N
-
-try:
-    from a13n_harness import HarnessEvent as NativeEvent
-    from a13n_harness import HarnessRunResultEvent as NativeResultEvent
-except ImportError as error:
-    raise ImportError(f"{NEEDS_A13N}: {error}") from error
-
 from ...a13n import from_a13n
 from ...core import records as ev
 from ...core.errors import AguiObservationError as _LibraryObservationError
@@ -56,6 +48,7 @@ from ...core.state import (
     SubagentState,
 )
 from ._base import AguiEventProcessor, AguiObservationError, ObserverContinuation, PartCursor, RunCursor
+from ._harness import natives as N
 from .vocabulary import NAME, observing
 
 __all__ = [
@@ -274,7 +267,7 @@ def _door(item: Any) -> tuple[HarnessStreamEvent, Any]:
     """The source item of ``item`` and its native object (None for a source item)."""
     if type(item) is HarnessEvent or type(item) is HarnessRunResultEvent:
         return item, None
-    if not isinstance(item, NativeEvent | NativeResultEvent):
+    if not isinstance(item, N.HarnessEvent | N.HarnessRunResultEvent):
         raise TypeError("item must be a HarnessEvent or HarnessRunResultEvent")
     try:
         return from_a13n(item), item
@@ -286,9 +279,9 @@ def _door(item: Any) -> tuple[HarnessStreamEvent, Any]:
 
 
 def _routed(item: Any) -> HarnessStreamEvent:
-    if isinstance(item, NativeResultEvent):
+    if isinstance(item, N.HarnessRunResultEvent):
         result = item.result.replace(output=None)
-        return from_a13n(NativeResultEvent(thread_id=item.thread_id, run_id=item.run_id, sequence=item.sequence,
+        return from_a13n(N.HarnessRunResultEvent(thread_id=item.thread_id, run_id=item.run_id, sequence=item.sequence,
                                            occurred_at=item.occurred_at, result=result))
     kind = getattr(item.event, "event_kind", None)
     return HarnessEvent(thread_id=item.thread_id, run_id=item.run_id, sequence=item.sequence,

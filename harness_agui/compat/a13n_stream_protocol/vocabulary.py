@@ -67,34 +67,6 @@ import pydantic_core
 from ag_ui.core import BaseEvent, CustomEvent, Event
 from pydantic import TypeAdapter, ValidationError
 
-from ._harness import NEEDS_A13N
-
-try:
-    from a13n_harness import HarnessExtensionEvent
-    from a13n_harness.events import InputMediaEvent, InputTextEvent, ToolExtraEventPayload
-    from a13n_harness.tools.client import client_tool_name
-    from pydantic_ai.messages import (
-        CapabilityEvent,
-        DeferredToolResultsEvent,
-        EnqueuedMessagesEvent,
-        FunctionToolResultEvent,
-        NativeToolCallPart,
-        OutputToolResultEvent,
-        PartDeltaEvent,
-        PartEndEvent,
-        PartStartEvent,
-        TextPart,
-        TextPartDelta,
-        ThinkingPart,
-        ThinkingPartDelta,
-        ToolCallPart,
-        ToolCallPartDelta,
-        ToolReturnPart,
-        UnknownCapabilityEvent,
-    )
-except ImportError as error:
-    raise ImportError(f"{NEEDS_A13N}: {error}") from error
-
 from ...a13n import to_a13n
 from ...core import _json
 from ...core import records as ev
@@ -104,6 +76,7 @@ from ...core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEve
 from ...core.state import OpenPart, PartKind, ProjectionOptions, RunState
 from ...core.vocabulary import Vocabulary, register
 from ._base import AguiObservationError
+from ._harness import natives as N
 from ._harness import tool_execution_value
 from .content import public_tool_value, tool_result_content
 from .fragments import fragment_custom_event
@@ -165,11 +138,11 @@ def _pydantic_custom(ts: int, native: Any, event: Any) -> Record:
     return _custom(ts, f"a13n.pydantic_ai.{event.event_kind}", native, _dump(event))
 
 
-def _extension_custom(ts: int, native: Any, event: HarnessExtensionEvent) -> Record:
+def _extension_custom(ts: int, native: Any, event: Any) -> Record:
     name = f"a13n.harness.{event.kind}"
     if event.kind == "tool":
         try:
-            name = f"{name}.{ToolExtraEventPayload.model_validate(event.payload).name}"
+            name = f"{name}.{N.ToolExtraEventPayload.model_validate(event.payload).name}"
         except ValidationError:
             pass
     return _custom(ts, name, native, event.model_dump(mode="json", by_alias=True))
@@ -273,7 +246,7 @@ def convert(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int, 
     source = native.event
     parts, request = run.parts, run.ledger.request_index or 0
     events: list[Record] = []
-    if isinstance(source, HarnessExtensionEvent):
+    if isinstance(source, N.HarnessExtensionEvent):
         payload = source.payload
         if source.kind == "lifecycle" and isinstance(payload, dict) and payload.get("type") == "run_started":
             # The root's (the machinery gives a child's nothing): its RUN_STARTED, in place of its CUSTOM.
@@ -285,51 +258,51 @@ def convert(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int, 
                 request = index  # a new request closes nothing: open parts keep their ids until they end
         out.append(_extension_custom(ts, native, source))
         return RunState(history, parts, run.ledger._replace(request_index=request))
-    if isinstance(source, InputTextEvent | InputMediaEvent):
+    if isinstance(source, N.InputTextEvent | N.InputMediaEvent):
         metadata = source.metadata.model_dump(mode="json")
         if options.show_hidden or source.metadata.display:
-            name = "a13n.input.media" if isinstance(source, InputMediaEvent) else f"a13n.input.{source.source}"
+            name = "a13n.input.media" if isinstance(source, N.InputMediaEvent) else f"a13n.input.{source.source}"
             body = {"input_id": source.input_id, "source": source.source, "content": source.content,
                     "message_id": f"{native.run_id}:input:{native.sequence}",
                     "role": "user" if source.source in ("user", "steering") else "system"}
             out.append(("CUSTOM@full", ts, name, _json.dumps(_value(native, body)), _json.dumps(metadata)))
         return RunState(history, parts, run.ledger)
-    if isinstance(source, EnqueuedMessagesEvent):
+    if isinstance(source, N.EnqueuedMessagesEvent):
         # Never the messages themselves: they may hold binary payloads.
         out.append(_custom(ts, "a13n.pydantic_ai.enqueued_messages", native,
                            {"event_kind": source.event_kind, "enqueue_id": source.enqueue_id}))
         return RunState(history, parts, run.ledger)
-    if isinstance(source, DeferredToolResultsEvent):
+    if isinstance(source, N.DeferredToolResultsEvent):
         out.append(_custom(ts, "a13n.pydantic_ai.deferred_tool_results", native, {
             "event_kind": source.event_kind, "call_ids": list(source.results.calls),
             "approval_ids": list(source.results.approvals)}))
         return RunState(history, parts, run.ledger)
-    if isinstance(source, CapabilityEvent):
-        cls = CapabilityEvent if isinstance(source, UnknownCapabilityEvent) else type(source)
+    if isinstance(source, N.CapabilityEvent):
+        cls = N.CapabilityEvent if isinstance(source, N.UnknownCapabilityEvent) else type(source)
         out.append(_custom(ts, source.kind, native, _dump(source, cls)))
         return RunState(history, parts, run.ledger)
-    if isinstance(source, PartStartEvent):
+    if isinstance(source, N.PartStartEvent):
         parts = _part_start(native, source, parts, request, ts, events)
-    elif isinstance(source, PartDeltaEvent):
+    elif isinstance(source, N.PartDeltaEvent):
         parts = _part_delta(native, source, parts, request, ts, events)
-    elif isinstance(source, PartEndEvent):
+    elif isinstance(source, N.PartEndEvent):
         parts = _part_end(native, source, parts, request, ts, events)
-    elif isinstance(source, FunctionToolResultEvent | OutputToolResultEvent):
+    elif isinstance(source, N.FunctionToolResultEvent | N.OutputToolResultEvent):
         source = _result(native, source, ts, events)
     out.extend(events or [_pydantic_custom(ts, native, source)])
     return RunState(history, parts, run.ledger)
 
 
-def _part_start(native: Any, source: PartStartEvent, parts: tuple[OpenPart, ...], request: int, ts: int,
+def _part_start(native: Any, source: Any, parts: tuple[OpenPart, ...], request: int, ts: int,
                 out: list[Record]) -> tuple[OpenPart, ...]:
     part, index = source.part, source.index
-    if isinstance(part, TextPart):
+    if isinstance(part, N.TextPart):
         mid = part.id or _part_id(native.run_id, request, index, "text")
         out.append(ev.text_start(ts, mid))
         if part.content:
             out.append(ev.text_content(ts, mid, part.content))
         return _put(parts, _cursor(index, "text", mid, content=bool(part.content)))
-    if isinstance(part, ThinkingPart):
+    if isinstance(part, N.ThinkingPart):
         # Always generated: the summary parts of one provider reasoning item share an id.
         mid = _part_id(native.run_id, request, index, "reasoning")
         out.append(ev.reasoning_start(ts, mid))
@@ -339,16 +312,16 @@ def _part_start(native: Any, source: PartStartEvent, parts: tuple[OpenPart, ...]
             out.append(ev.reasoning_signature(ts, mid, part.signature))
         return _put(parts, _cursor(index, "thinking", mid, content=bool(part.content),
                                    signature=bool(part.signature)))
-    if isinstance(part, ToolCallPart | NativeToolCallPart):
+    if isinstance(part, N.ToolCallPart | N.NativeToolCallPart):
         # No event until its end (a CUSTOM of the start); a builtin call's start replaces any cursor too.
         return _put(parts, _cursor(index, "tool_call", part.tool_call_id, tool_name=part.tool_name))
     return parts
 
 
-def _part_delta(native: Any, source: PartDeltaEvent, parts: tuple[OpenPart, ...], request: int, ts: int,
+def _part_delta(native: Any, source: Any, parts: tuple[OpenPart, ...], request: int, ts: int,
                 out: list[Record]) -> tuple[OpenPart, ...]:
     delta, index, run_id = source.delta, source.index, native.run_id
-    if isinstance(delta, TextPartDelta):
+    if isinstance(delta, N.TextPartDelta):
         if not delta.content_delta:
             return parts  # a citation-only delta: its CUSTOM
         cursor, opened = _open(parts, index, "text", _part_id(run_id, request, index, "text"))
@@ -356,7 +329,7 @@ def _part_delta(native: Any, source: PartDeltaEvent, parts: tuple[OpenPart, ...]
             out.append(ev.text_start(ts, cursor.message_id))
         out.append(ev.text_content(ts, cursor.message_id, delta.content_delta))
         return _put(parts, cursor._replace(streamed=1))
-    if isinstance(delta, ThinkingPartDelta):
+    if isinstance(delta, N.ThinkingPartDelta):
         cursor, opened = _open(parts, index, "thinking", _part_id(run_id, request, index, "reasoning"))
         if opened:
             out.append(ev.reasoning_start(ts, cursor.message_id))
@@ -367,7 +340,7 @@ def _part_delta(native: Any, source: PartDeltaEvent, parts: tuple[OpenPart, ...]
             out.append(ev.reasoning_signature(ts, cursor.message_id, delta.signature_delta))
             cursor = cursor._replace(signature="")
         return _put(parts, cursor)
-    if isinstance(delta, ToolCallPartDelta):
+    if isinstance(delta, N.ToolCallPartDelta):
         found = _find(parts, index)
         if found is None:
             cursor = OpenPart(index, "tool_call", delta.tool_call_id or _part_id(run_id, request, index, "tool"),
@@ -384,12 +357,12 @@ def _part_delta(native: Any, source: PartDeltaEvent, parts: tuple[OpenPart, ...]
     return parts
 
 
-def _part_end(native: Any, source: PartEndEvent, parts: tuple[OpenPart, ...], request: int, ts: int,
+def _part_end(native: Any, source: Any, parts: tuple[OpenPart, ...], request: int, ts: int,
               out: list[Record]) -> tuple[OpenPart, ...]:
     part, index, run_id = source.part, source.index, native.run_id
     found = _find(parts, index)
     parts = _without(parts, index)  # any end settles the cursor at its index
-    if isinstance(part, TextPart):
+    if isinstance(part, N.TextPart):
         mid = part.id or (found.message_id if found is not None else None) or _part_id(run_id, request, index, "text")
         cursor, opened = _ending(found, index, "text", mid)
         if opened:
@@ -397,7 +370,7 @@ def _part_end(native: Any, source: PartEndEvent, parts: tuple[OpenPart, ...], re
         if part.content and not cursor.streamed:
             out.append(ev.text_content(ts, mid, part.content))
         out.append(ev.text_end(ts, mid))
-    elif isinstance(part, ThinkingPart):
+    elif isinstance(part, N.ThinkingPart):
         mid = found.message_id if found is not None else _part_id(run_id, request, index, "reasoning")
         cursor, opened = _ending(found, index, "thinking", mid)
         if opened:
@@ -407,7 +380,7 @@ def _part_end(native: Any, source: PartEndEvent, parts: tuple[OpenPart, ...], re
         if part.signature and cursor.signature is None:
             out.append(ev.reasoning_signature(ts, mid, part.signature))
         out.append(ev.reasoning_end(ts, mid))
-    elif isinstance(part, ToolCallPart):
+    elif isinstance(part, N.ToolCallPart):
         call_id = found.message_id if found is not None else part.tool_call_id
         _ending(found, index, "tool_call", call_id)
         out.append(ev.tool_call_start(ts, call_id, part.tool_name, None))
@@ -417,12 +390,12 @@ def _part_end(native: Any, source: PartEndEvent, parts: tuple[OpenPart, ...], re
     return parts
 
 
-def _result(native: Any, source: FunctionToolResultEvent | OutputToolResultEvent, ts: int,
+def _result(native: Any, source: Any, ts: int,
             out: list[Record]) -> Any:
     """A successful result's TOOL_CALL_RESULT; for any other outcome nothing, and the event its CUSTOM
     carries: the result with the public form of its execution value, without the user content."""
     part = source.part
-    if not isinstance(part, ToolReturnPart):
+    if not isinstance(part, N.ToolReturnPart):
         return source
     # Only the execution value is readable: the supplements a tool returned are the model's.
     value = tool_execution_value(part.content, part.metadata)
@@ -430,7 +403,7 @@ def _result(native: Any, source: FunctionToolResultEvent | OutputToolResultEvent
         out.append(_tool_result(ts, part.tool_call_id, tool_result_content(value)))
         return source
     public = replace(source, part=replace(part, content=public_tool_value(value)))
-    return replace(public, content=None) if isinstance(public, FunctionToolResultEvent) else public
+    return replace(public, content=None) if isinstance(public, N.FunctionToolResultEvent) else public
 
 
 # -- ends -------------------------------------------------------------------------------------------
@@ -481,7 +454,7 @@ def _interrupts(deferred: Any) -> list[dict[str, Any]]:
         for entry in calls:
             target = entry.target_call
             tool_metadata = deferred.metadata.get(target.tool_call_id)
-            name = client_tool_name(target, deferred.metadata.get(target.tool_call_id, {})) \
+            name = N.client_tool_name(target, deferred.metadata.get(target.tool_call_id, {})) \
                 if reason == "external" else target.tool_name
             found.append({"id": target.tool_call_id, "tool_call_id": entry.model_call.tool_call_id,
                           "reason": reason, "metadata": pydantic_core.to_jsonable_python(
