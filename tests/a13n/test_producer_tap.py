@@ -20,7 +20,6 @@ from harness_agui.core.errors import HistoryError
 from harness_agui.wire.agui import agui_to_json
 
 pytest.importorskip("a13n_harness", reason="needs a13n-harness (Python 3.13): make test-a13n")
-upstream = pytest.importorskip("a13n_stream_protocol", reason="needs a13n-stream-protocol 0.21.0: make test-a13n")
 
 from a13n_harness import (  # noqa: E402
     AgentDefinition,
@@ -114,6 +113,7 @@ def test_the_tap_followed_by_the_terminal_projects_onto_a_valid_agui_run_under_t
 
 
 def test_the_compat_observer_publishes_upstreams_events_for_the_tap(tapped: tuple[list[Any], list[Any]]) -> None:
+    upstream = pytest.importorskip("a13n_stream_protocol", reason="needs a13n-stream-protocol 0.21.0")
     tap, _ = tapped
 
     def published(observer: Any) -> list[str]:
