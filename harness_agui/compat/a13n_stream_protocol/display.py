@@ -29,9 +29,9 @@
 # observer's conversion cursors. ``restore`` continues exactly where the cut was.
 #
 # The fold reads only event JSON. The one thing it needs the observer for is
-# ``events(source)``, turning a native Harness item into that JSON; the observer
-# is made on first use through ``_observer_class`` (the seam to the compat
-# observer), from the continuation when the fold was restored.
+# ``events(source)``, turning a native Harness item into that JSON; the compat
+# stream observer is made on first use (``_observer_class``), from the
+# continuation when the fold was restored.
 
 from __future__ import annotations
 
@@ -285,8 +285,8 @@ def bound_event(event: Event) -> Event:
 
 
 def _observer_class() -> type[HarnessAguiStreamObserver]:
-    """The seam to the compat observer: the class ``events()`` converts native items
-    with. Raises ImportError while the compat observer is not built."""
+    """The class ``events()`` converts native items with: the compat stream observer
+    (which raises ImportError naming the extra where a13n-harness is missing)."""
     from .observer import HarnessAguiStreamObserver
 
     return HarnessAguiStreamObserver
