@@ -60,3 +60,34 @@ def test_the_host_kit_delivers_upstreams_events_from_a_journal_and_again_after_a
     asyncio.run(project(hidden))
     assert [json.loads(d.data) for d in hidden.replay(root)] == [
         e for e in theirs(items) if e.get("metadata", {}).get("display", True)]
+
+
+def test_a_checkpoint_keeps_the_vocabulary_and_the_restored_observer_continues_in_it() -> None:
+    import harness_agui.compat.a13n_stream_protocol.vocabulary  # noqa: F401 (registers the vocabulary)
+
+    items = [decode(line) for line in FIXTURE.read_text().splitlines()]
+    observer = HarnessAguiObserver(vocabulary=VOCABULARY, order="unchecked", max_event_bytes=None, show_hidden=True)
+    cut = len(items) // 2
+    before = [event for item in items[:cut] for event in observer.observe(item)]
+    restored = HarnessAguiObserver.restore(observer.checkpoint())
+    assert (restored.options.vocabulary, restored.options.order) == (VOCABULARY, "unchecked")
+    after = [event for item in items[cut:] for event in restored.observe(item)]
+    assert [event.model_dump(mode="json", by_alias=True) for event in (*before, *after)] == theirs(items)
+
+
+@pytest.mark.parametrize("order", ["strict", "tap", "unchecked"])
+def test_this_librarys_observer_in_upstreams_vocabulary_publishes_upstreams_events_under_every_order(
+        order: str) -> None:
+    import harness_agui.compat.a13n_stream_protocol.vocabulary  # noqa: F401 (registers the vocabulary)
+
+    for path in sorted(FIXTURE.parent.glob("*.jsonl")):
+        runs: list[list[Any]] = [[]]
+        for line in path.read_text().splitlines():
+            runs[-1].append(decode(line))
+            if isinstance(runs[-1][-1], HarnessRunResultEvent):
+                runs.append([])
+        for items in runs[:-1]:
+            observer = HarnessAguiObserver(vocabulary=VOCABULARY, order=order,  # type: ignore[arg-type]
+                                           max_event_bytes=None, show_hidden=True)
+            ours = [event.model_dump(mode="json", by_alias=True) for item in items for event in observer.observe(item)]
+            assert ours == theirs(items), path.stem
