@@ -31,6 +31,10 @@
 #   - ``frame``: how the processed events of an item are framed for
 #     transport, or None.
 #
+# The order policy (``ProjectionOptions.order``) is not a vocabulary's: every
+# vocabulary runs under every policy, and the policy says what the machinery
+# refuses (``core.reduce``'s module comment).
+#
 # A state names its vocabulary (``ProjectionOptions.vocabulary``), so a
 # checkpoint and a replay keep it. The name is resolved here, from a fixed
 # table of exact names, to the vocabulary registered under it. A vocabulary
