@@ -13,7 +13,7 @@ PY := $(VENV)/bin/python
 A13N_VENV ?= .venv-a13n
 A13N_PY := $(A13N_VENV)/bin/python
 
-.PHONY: demo test test-a13n test-upstream bench lint clean
+.PHONY: demo test test-a13n test-a13n-020 test-upstream test-harness-ui bench lint clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,42 @@ $(A13N_VENV)/.upstream: $(A13N_VENV)/.installed
 	$(A13N_PY) -m pip install --quiet 'a13n-stream-protocol==$(UPSTREAM_VERSION)' 'jsonschema>=4.23,<5'
 	touch $@
 
+# a13n-harness 0.20.x (a13n-claw pins 0.20.1): the adapter's round trip, the producer tap and the visibility
+# boundary of both vocabularies on real Runs of that release, in a venv of its own (the a13n extra allows
+# >=0.20,<0.22). a13n-stream-protocol 0.21 itself needs a13n-harness 0.21, so the tests that compare with it
+# skip here.
+A13N_020_VENV ?= .venv-a13n-020
+A13N_020_PY := $(A13N_020_VENV)/bin/python
+A13N_020_VERSION := 0.20.1
+$(A13N_020_VENV)/.installed: pyproject.toml
+	@py="$$($(FIND_PYTHON313))" || { echo "make test-a13n-020 needs Python 3.13" >&2; exit 1; }; \
+	$$py -m venv $(A13N_020_VENV)
+	$(A13N_020_PY) -m pip install --quiet --upgrade pip
+	$(A13N_020_PY) -m pip install --quiet -e '.[dev,a13n]' 'a13n-harness==$(A13N_020_VERSION)'
+	$(A13N_020_PY) -c 'import importlib.metadata as m; v = m.version("a13n-harness"); assert v == "$(A13N_020_VERSION)", v'
+	touch $@
+
+test-a13n-020: $(A13N_020_VENV)/.installed
+	$(A13N_020_PY) -m pytest -p no:cacheprovider tests/a13n/test_adapter.py tests/a13n/test_compat_events.py \
+		tests/a13n/test_producer_tap.py tests/a13n/test_visibility.py
+
+# a13n-harness-ui 0.21 (a Host of a13n-stream-protocol) in a venv of its own, with this package beside it:
+# tools/harness_ui_transcript.py runs one offline Run through it with upstream, then with the compat package
+# behind upstream's name, and tests/harness_ui compares the display transcripts it stored.
+HARNESS_UI_VENV ?= .venv-harness-ui
+HARNESS_UI_PY := $(HARNESS_UI_VENV)/bin/python
+HARNESS_UI_VERSION := 0.21.0
+$(HARNESS_UI_VENV)/.installed: pyproject.toml
+	@py="$$($(FIND_PYTHON313))" || { echo "make test-harness-ui needs Python 3.13" >&2; exit 1; }; \
+	$$py -m venv $(HARNESS_UI_VENV)
+	$(HARNESS_UI_PY) -m pip install --quiet --upgrade pip
+	$(HARNESS_UI_PY) -m pip install --quiet 'a13n-harness-ui==$(HARNESS_UI_VERSION)' \
+		'a13n-stream-protocol==$(UPSTREAM_VERSION)' 'pytest>=8' 'hypothesis>=6.100' -e .
+	touch $@
+
+test-harness-ui: $(HARNESS_UI_VENV)/.installed
+	$(HARNESS_UI_PY) -m pytest -p no:cacheprovider tests/harness_ui
+
 # Upstream's suite from its sdist, in a temporary folder, with the compat package loaded under upstream's name
 # by the pytest plugin before any test module imports it.
 test-upstream: $(A13N_VENV)/.upstream
@@ -80,4 +116,4 @@ lint: $(VENV)/.installed
 	$(PY) -m mypy
 
 clean:
-	rm -rf $(VENV) $(A13N_VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) $(A13N_VENV) $(A13N_020_VENV) $(HARNESS_UI_VENV) build *.egg-info .pytest_cache .hypothesis

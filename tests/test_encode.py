@@ -151,7 +151,10 @@ def test_every_kind_has_a_frame_except_those_with_nested_models() -> None:
     from harness_agui.core.encode import _ENCODERS, _no_frame
 
     slow = {tag for tag, frame in _ENCODERS.items() if frame is _no_frame}
-    assert slow == {"RUN_FINISHED", "RUN_ERROR", "SUBAGENT_FINISHED"}
+    # The fuller kinds another vocabulary uses hold nested models too: a terminal event's outcome and usage,
+    # a tool result's content parts.
+    assert slow == {"RUN_FINISHED", "RUN_ERROR", "SUBAGENT_FINISHED", "RUN_FINISHED@full", "RUN_ERROR@full",
+                    "TOOL_CALL_RESULT@full", "TOOL_CALL_RESULT@full@subagent"}
     assert set(KINDS) <= set(_ENCODERS)
 
 

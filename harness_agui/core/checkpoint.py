@@ -81,7 +81,7 @@ __all__ = ["FORMAT", "MAGIC", "CheckpointInfo", "encode", "decode", "inspect", "
            "library_version", "stream_position"]
 
 MAGIC = b"harness-agui checkpoint\n"
-FORMAT = 2
+FORMAT = 3
 _TRAILER = {"crc32": 4, "hmac-sha256": 32}  # the digest's length, by name
 _U32 = struct.Struct(">I")
 

@@ -16,6 +16,23 @@
 # When an item breaks more than one rule the first in that list is reported,
 # so every reader names the same fault for the same item.
 #
+# Two looser policies exist for readers that do not get a Run's own stream
+# (``ProjectionOptions.order`` chooses one for a projection; the stores
+# always keep the strict one):
+#
+#   - "tap" (``advance_tap``): what a Host gets from a13n-harness's producer
+#     tap (``RunBindings.producer_observer``) followed by the public terminal
+#     item. The tap numbers each Run's items with the producer's own counter
+#     from 1 (it may or may not show a run_started), and the terminal item
+#     carries its public sequence, which can equal or precede the tap's
+#     last number. So: the first item of a Run binds it at any sequence,
+#     each later item has a greater sequence than the one before (a repeat
+#     or a step back is a SequenceOrderError, a skip is allowed), the
+#     terminal result may carry any sequence, and nothing may follow it;
+#   - "unchecked" (``advance_unchecked``): only the correlation (the Run and
+#     its Thread); the sequence and anything after the terminal result are
+#     the Host's to check. This is a13n-stream-protocol's contract.
+#
 # Every reader of a history goes through ``advance``: the reducer (so
 # ``observe()`` and ``resume()``), the JSONL journal reader and checker, the
 # Host kit's ``check_prefix`` / ``check_tail``, the SQLite source journal's
@@ -35,6 +52,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import attrs
@@ -46,7 +64,7 @@ from .errors import AfterTerminalError, ForeignRunError, SequenceGapError, Seque
 from .source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
 
 __all__ = ["HistoryCursor", "advance", "INITIAL_CURSOR", "StreamCursor", "advance_stream", "is_root_item",
-           "advance_in_stream"]
+           "advance_in_stream", "advance_tap", "advance_unchecked", "advance_by", "advance_by_name"]
 
 
 # A NamedTuple, not a frozen attrs class: a cursor is four atomic values, one
@@ -134,6 +152,49 @@ def _slow(cursor: HistoryCursor, item: HarnessStreamEvent) -> HistoryCursor:
     return HistoryCursor(item.run_id, item.thread_id, seq + 1, isinstance(item, HarnessRunResultEvent))
 
 
+def advance_tap(cursor: HistoryCursor, item: HarnessStreamEvent) -> HistoryCursor:
+    """The cursor after ``item`` under the "tap" policy (see the module
+    comment): ``advance``'s checks of the Run, the Thread and the terminal
+    result; a first item at any sequence; then increasing sequences, a
+    terminal result at any. Raises ForeignRunError, AfterTerminalError or
+    SequenceOrderError."""
+    run_id, thread_id, due, finished = cursor
+    terminal = type(item) is not HarnessEvent and isinstance(item, HarnessRunResultEvent)
+    seq = item.sequence
+    if item.run_id == run_id and item.thread_id == thread_id and not finished and (seq >= due or terminal):
+        return HistoryCursor(run_id, thread_id, seq + 1, terminal)
+    if thread_id is None and (run_id is None or item.run_id == run_id):  # the first item binds at any sequence
+        return HistoryCursor(item.run_id, item.thread_id, seq + 1, terminal)
+    return _slow(cursor, item)
+
+
+def advance_unchecked(cursor: HistoryCursor, item: HarnessStreamEvent) -> HistoryCursor:
+    """The cursor after ``item`` under the "unchecked" policy: the Run and
+    its Thread must be the cursor's (ForeignRunError), nothing else is
+    checked; the cursor records the item's sequence and whether a terminal
+    result was seen."""
+    run_id, thread_id, _, finished = cursor
+    if (run_id is not None and item.run_id != run_id) or (thread_id is not None and item.thread_id != thread_id):
+        return _slow(cursor, item)
+    terminal = type(item) is not HarnessEvent and isinstance(item, HarnessRunResultEvent)
+    return HistoryCursor(item.run_id, item.thread_id, item.sequence + 1, finished or terminal)
+
+
+_POLICIES = {"tap": advance_tap, "unchecked": advance_unchecked}
+
+
+def advance_by_name(order: str) -> Callable[[HistoryCursor, HarnessStreamEvent], HistoryCursor]:
+    """``advance``, ``advance_tap`` or ``advance_unchecked``: the function of
+    the policy named ``order`` ("strict", "tap", "unchecked"). KeyError for
+    another name."""
+    return advance if order == "strict" else _POLICIES[order]
+
+
+def advance_by(order: str, cursor: HistoryCursor, item: HarnessStreamEvent) -> HistoryCursor:
+    """The cursor after ``item`` under the policy named ``order``."""
+    return advance_by_name(order)(cursor, item)
+
+
 # -- streams -------------------------------------------------------------------
 #
 # A Run that delegates publishes one stream: its own items and those of its
@@ -208,7 +269,7 @@ def is_root_item(root: HistoryCursor, item: HarnessStreamEvent, opened: bool = F
 
 
 def advance_in_stream(root: HistoryCursor, child: HistoryCursor | None, item: HarnessStreamEvent,
-                      opened: bool = False) -> HistoryCursor:
+                      opened: bool = False, order: str = "strict") -> HistoryCursor:
     """The cursor of ``item``'s Run after ``item``, the next item of a root
     Run's stream: the root's cursor for an item of the root (``is_root_item``),
     else the cursor of the child Run, given as ``child`` (None for a Run new
@@ -220,7 +281,21 @@ def advance_in_stream(root: HistoryCursor, child: HistoryCursor | None, item: Ha
     starts at sequence 0 and binds its own Thread (another first sequence is
     a ForeignRunError naming the root); then the item goes through
     ``advance`` on its Run's cursor. Raises what ``advance`` raises.
+
+    Under another ``order`` policy (the module comment) every Run's cursor
+    goes through that policy's function instead: under "tap" a child Run
+    starts at any sequence (nothing may still follow the root's terminal
+    result), under "unchecked" only each Run's Thread is checked.
     """
+    if order != "strict":
+        if is_root_item(root, item, opened):
+            return advance_by(order, root, item)
+        if order == "tap" and root.finished:
+            raise AfterTerminalError(
+                f"an item of run {item.run_id!r} after the terminal result of the stream's root run "
+                f"{root.run_id!r}", run_id=root.run_id, sequence=item.sequence,
+                terminal_sequence=root.next_sequence - 1)
+        return advance_by(order, child if child is not None else HistoryCursor(item.run_id), item)
     if is_root_item(root, item, opened):
         return advance(root, item)
     if root.finished and child is None:  # nothing starts once the stream has ended: another Run's item

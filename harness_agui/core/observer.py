@@ -43,7 +43,8 @@ from .livelog import LiveLog
 from .records import EventLog, RecordLog, build
 from .reduce import Processor, advance, step
 from .source import HarnessStreamEvent
-from .state import DEFAULT_OPTIONS, INITIAL_STATE, MAX_EVENT_BYTES, ProjectionOptions, ProjectionState
+from .state import DEFAULT_OPTIONS, INITIAL_STATE, MAX_EVENT_BYTES, OrderPolicy, ProjectionOptions, ProjectionState
+from .vocabulary import DEFAULT_VOCABULARY
 
 __all__ = ["HarnessAguiObserver"]
 
@@ -68,11 +69,15 @@ class HarnessAguiObserver:
     retained observer always can.
 
     ``show_hidden``, ``max_event_bytes``, ``user_messages``,
-    ``client_thread_id`` and ``client_run_id`` choose how the stream is
-    projected (``core.state.ProjectionOptions``): by default nothing the
-    Harness marks for the model only is published, no event's JSON exceeds
-    64 KiB, user inputs become user messages, and the Run is named by the
-    Harness's own ids.
+    ``client_thread_id``, ``client_run_id``, ``order`` and ``vocabulary``
+    choose how the stream is projected (``core.state.ProjectionOptions``): by
+    default nothing the Harness marks for the model only is published, no
+    event's JSON exceeds 64 KiB, user inputs become user messages, the Run is
+    named by the Harness's own ids, each Run's items must be numbered from 0
+    without a gap (``order="tap"`` takes a13n-harness's producer tap followed
+    by the terminal item instead: see README "The producer tap"), and the
+    events are this library's vocabulary (``vocabulary="a13n-stream-protocol/0.21"``
+    speaks that package's).
 
     State-changing calls must be serialized by the caller; reads (properties,
     ``snapshot()``, ``messages()``, ``catch_up()``, ``checkpoint()``) are
@@ -84,14 +89,15 @@ class HarnessAguiObserver:
     def __init__(self, processor: Processor | None = None, *, retain_events: bool = True,
                  track_messages: bool = False, show_hidden: bool = False,
                  max_event_bytes: int | None = MAX_EVENT_BYTES, user_messages: bool = True,
-                 client_thread_id: str | None = None, client_run_id: str | None = None) -> None:
+                 client_thread_id: str | None = None, client_run_id: str | None = None,
+                 order: OrderPolicy = "strict", vocabulary: str = DEFAULT_VOCABULARY) -> None:
         if processor is not None and not callable(processor):
             raise TypeError(f"processor must be callable, not {type(processor).__name__}")
         if not isinstance(retain_events, bool) or not isinstance(track_messages, bool):
             raise TypeError("retain_events and track_messages must be bools")
         options = ProjectionOptions(show_hidden=show_hidden, max_event_bytes=max_event_bytes,
                                     user_messages=user_messages, client_thread_id=client_thread_id,
-                                    client_run_id=client_run_id)
+                                    client_run_id=client_run_id, vocabulary=vocabulary, order=order)
         self._processor = processor
         initial = INITIAL_STATE if options == DEFAULT_OPTIONS else INITIAL_STATE._replace(options=options)
         self._initial: ProjectionState = initial if retain_events else initial._replace(

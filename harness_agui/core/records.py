@@ -81,7 +81,7 @@ from . import _json
 
 __all__ = [
     "Record", "Kind", "KINDS", "kind_named", "kind_of", "event_type", "field_of", "content_of", "with_content",
-    "with_field", "build", "RecordLog", "EventLog", "attributed", "subagent_of", "SUBAGENT_TAG",
+    "with_field", "build", "RecordLog", "EventLog", "attributed", "subagent_of", "SUBAGENT_TAG", "FULL_KINDS",
 ]
 
 Record = tuple[Any, ...]
@@ -201,18 +201,39 @@ KINDS: dict[str, Kind] = {
 SUBAGENT_TAG = "@subagent"
 """What the tag of a subagent's record adds to its type name."""
 
+# Fuller kinds: the same AG-UI events with fields this library's vocabulary
+# leaves at their defaults and another vocabulary fills in (see
+# ``core.vocabulary``; a13n-stream-protocol's sets RUN_STARTED's protocol
+# version, a terminal event's ``raw_event``, an input's CUSTOM ``metadata``,
+# and a tool result's content parts). Their tag is the type name and "@full";
+# nothing in the default projection makes one, so its records, their bytes
+# and their cost are unchanged.
+FULL_TAG = "@full"
+RUN_STARTED_FULL = Kind(RunStartedEvent, ("thread_id", "run_id", "protocol_version"), tag="RUN_STARTED@full")
+RUN_FINISHED_FULL = Kind(RunFinishedEvent, ("thread_id", "run_id", "result", "outcome", "usage", "raw_event"),
+                         json_fields=("result", "outcome", "usage", "raw_event"), content="result",
+                         tag="RUN_FINISHED@full")
+RUN_ERROR_FULL = Kind(RunErrorEvent, ("message", "code", "usage", "raw_event"), json_fields=("usage", "raw_event"),
+                      content="message", tag="RUN_ERROR@full")
+CUSTOM_FULL = Kind(CustomEvent, ("name", "value", "metadata"), json_fields=("value", "metadata"), tag="CUSTOM@full")
+TOOL_RESULT_FULL = Kind(ToolCallResultEvent, ("message_id", "tool_call_id", "content", "role"),
+                        json_fields=("content",), content="content", tag="TOOL_CALL_RESULT@full")
+FULL_KINDS: tuple[Kind, ...] = (RUN_STARTED_FULL, RUN_FINISHED_FULL, RUN_ERROR_FULL, CUSTOM_FULL, TOOL_RESULT_FULL)
+"""The fuller kinds, by their own tags (each reads as its type name)."""
+
 
 def _attributed_variant(kind: Kind) -> Kind:
     json_fields = tuple(name for name in kind.fields if name in kind.json_fields)
     variant = Kind(kind.cls, (*kind.fields, "subagent_run_id"), json_fields=json_fields, content=kind.content,
-                   tag=kind.name + SUBAGENT_TAG)
+                   tag=kind.tag + SUBAGENT_TAG)
     kind.attributed = variant
     return variant
 
 
 _BY_TAG: dict[str, Kind] = dict(KINDS)
+_BY_TAG.update((k.tag, k) for k in FULL_KINDS)
 _BY_TAG.update(
-    (v.tag, v) for v in (_attributed_variant(k) for k in KINDS.values()
+    (v.tag, v) for v in (_attributed_variant(k) for k in (*KINDS.values(), *FULL_KINDS)
                          if "subagent_run_id" in k.cls.model_fields and "subagent_run_id" not in k.fields)
 )
 

@@ -46,6 +46,21 @@
 #      (``core.fit``): the step's tail and ``_emit``. A child's held events
 #      were processed and cut when their item came.
 #
+# Vocabularies. The steps above are the machinery; what the events say is
+# the stream's vocabulary (``core.vocabulary``, named by
+# ``ProjectionOptions.vocabulary``): the rulebook of step 3 and the end of a
+# Run's parts (``convert``, ``close``, ``terminal``), where RUN_STARTED goes,
+# the SUBAGENT_* events, whether a child's events wait for its announcement
+# and whether an end cuts off the children below (step 2), whether ids are
+# renamed (step 4), the processor contract (step 5) and any framing after
+# it. The order checks of step 1 and 2 follow ``ProjectionOptions.order``
+# (``core.history``): under "tap" a child Run's first item may be its
+# announcement and its items wait for it whatever they are; under
+# "unchecked" nothing about order or the lifecycle is refused (a child that
+# was never announced, or that finished and sends again, is projected as it
+# comes, under the parent its notice names). This module's own vocabulary,
+# ``DEFAULT``, is built at its end from the rulebook below.
+#
 # The rulebook of a Run. Conversion is a single ``match`` on the payload
 # type. Ids and timestamps come only from the item (the part's own id, else
 # ``<run_id>:request-<n>:part-<index>:<kind>``; ``occurred_at`` in epoch
@@ -103,7 +118,7 @@ from .history import HistoryCursor, advance_in_stream, is_root_item
 from .history import advance as advance_history
 from .idmap import IdMap
 from .jsonform import content_to_json, deferred_call_to_json, payload_to_json
-from .notices import delegation_notice, is_run_started, model_request_started
+from .notices import DelegationNotice, delegation_notice, is_run_started, model_request_started
 from .processor import apply_processor
 from .records import Record
 from .source import (
@@ -144,6 +159,7 @@ from .source import (
     describe_wrong_item,
 )
 from .state import (
+    DEFAULT_OPTIONS,
     EMPTY_MAP,
     INITIAL_RUN,
     OpenPart,
@@ -155,10 +171,11 @@ from .state import (
     SubagentStatus,
     find_part,
 )
+from .vocabulary import DEFAULT_VOCABULARY, Vocabulary, register
 
 __all__ = ["Processor", "reduce", "advance", "step", "INPUT_CHUNK_CHARS", "CUSTOM_MAX_CHARS",
            "CUSTOM_FRAGMENT_CHARS", "CUT_OFF", "interrupt_id", "InterruptReason", "APPROVAL_SCHEMA",
-           "CLIENT_MESSAGE_ID"]
+           "CLIENT_MESSAGE_ID", "DEFAULT"]
 
 Processor = Callable[[HarnessStreamEvent, BaseEvent], "BaseEvent | None"]
 InterruptReason = Literal["tool_call", "tool_approval"]
@@ -226,22 +243,33 @@ def step(state: ProjectionState, item: HarnessStreamEvent,
     cursor = root.history
     if item.run_id != cursor.run_id and not is_root_item(cursor, item):
         return _child_step(state, item, processor)
-    history = advance_history(cursor, item)  # the root Run's order: raises HistoryError
+    options = state[6]
+    if options.plain:  # this library's vocabulary and the strict order, without looking anything up
+        history, vocab = advance_history(cursor, item), DEFAULT
+    else:
+        history, vocab = options.advance(cursor, item), options.rules
+    # (the root Run's order, by its policy, has raised HistoryError by now if it had to)
     ts = (item.occurred_at - _EPOCH) // _MS
     if type(item) is HarnessRunResultEvent:
         return _terminal_step(state, history, item, ts, processor)
     event: HarnessEvent = item  # type: ignore[assignment]  # the terminal item took the branch above
-    out = [] if cursor.thread_id is not None else [_run_started(event, ts, state.options)]
+    if cursor.thread_id is not None or vocab.announces_run != "first_item":
+        out = []
+    else:
+        out = [vocab.run_started(ts, options.client_thread_id or event.thread_id,
+                                 options.client_run_id or event.run_id)]
     if state.subagents is not EMPTY_MAP:  # a delegating stream: the item may end a child's delegation first
         state, closed = _delegation_end(state, event, ts)
-        run = _run_step(root, history, event, ts, out, state.options)
+        run = vocab.convert(root, history, event, ts, out, options)
         state, run, out = _publish(state, run, event.run_id, out, attribute=False)
         return _emit(state._replace(root=run), event, processor, [(True, closed), (True, out)])
     # A stream without children publishes every id as it is, and its owners are only counted once a
     # child appears (``_delegating``).
-    run = _run_step(root, history, event, ts, out, state.options)
-    records = out if processor is None or not out else apply_processor(processor, event, out)
-    limit = state.options.max_event_bytes
+    run = vocab.convert(root, history, event, ts, out, options)
+    records = out if processor is None or not out else vocab.process(processor, event, out)
+    if vocab.frame is not None and records:
+        records = vocab.frame(event, records)
+    limit = options.max_event_bytes
     if limit is not None and not fits(records, limit):
         records = fit(records, event, limit)
     events = state.events
@@ -258,46 +286,69 @@ def step(state: ProjectionState, item: HarnessStreamEvent,
 def _child_step(state: ProjectionState, item: HarnessStreamEvent,
                 processor: Processor | None) -> tuple[ProjectionState, list[Record]]:
     """An item of a child Run (any run id but the bound root's)."""
+    options = state.options
+    order, vocab = options.order, options.rules
     root_id, run_id = state.run_id, item.run_id
     sub = state.subagents.get(run_id)
-    if sub is None:
-        if item.sequence != 0 or not is_run_started(item):
+    if sub is None or (sub.finished and order == "unchecked"):
+        if (order == "strict" and (item.sequence != 0 or not is_run_started(item))) or (
+                order == "tap" and not (is_run_started(item) or _announcement(item, run_id) is not None)):
             # Nothing says this is a subagent Run: as for any reader of one Run's history, a foreign Run.
             raise _foreign(state, item, f"an item of run {run_id!r} in the stream of run {root_id!r} (a subagent "
                                         f"run starts with its lifecycle run_started at sequence 0)")
-        if state.finished:
+        if state.finished and order != "unchecked":
             raise _unknown(state, item, f"subagent run {run_id!r} starts after the terminal result of run "
                                         f"{root_id!r}")
+        # Unchecked, a child that finished and sends again starts afresh.
         sub = SubagentState(run_id, INITIAL_RUN)
-        if state.subagents is EMPTY_MAP:
+        if not vocab.holds_children:  # nothing waits for the announcement: ordered as they appear
+            sub = with_fields(sub, order=state.announced)
+            state = state._replace(announced=state.announced + 1)
+        if state.subagents is EMPTY_MAP and vocab.renames_ids:
             state = _delegating(state)
     elif sub.finished:
         raise FinishedSubagentError(
             f"an item of subagent run {run_id!r}, which already {_ended(sub)} in the stream of run {root_id!r}",
             run_id=run_id, sequence=item.sequence, subagent_run_id=run_id, root_run_id=root_id)
-    history = advance_in_stream(state.root.history, sub.run.history if sub.run.history.started else None, item)
-    if isinstance(item, HarnessRunResultEvent):
-        raise AguiObservationError(
-            f"a terminal result of subagent run {run_id!r} in the stream of run {root_id!r}: only the root Run "
-            f"has one", sequence=item.sequence)
+    history = advance_in_stream(state.root.history, sub.run.history if sub.run.history.started else None, item,
+                                order=order)
     ts = (item.occurred_at - _EPOCH) // _MS
+    if isinstance(item, HarnessRunResultEvent):
+        if order != "unchecked":
+            raise AguiObservationError(
+                f"a terminal result of subagent run {run_id!r} in the stream of run {root_id!r}: only the root "
+                f"Run has one", sequence=item.sequence)
+        # Unchecked (a13n-harness never forwards one): it ends the child's open parts, and nothing else.
+        closing: list[Record] = []
+        run = _run(vocab.close(sub.run, ts, closing), history)
+        state, run, closing = _publish(state, run, run_id, closing, attribute=True)
+        state = state._replace(subagents=state.subagents.set(run_id, with_fields(sub, run=run)))
+        return _emit(state, item, processor, [(True, closing)])
     pieces: list[tuple[bool, list[Record]]] = []
-    if not sub.run.history.started:  # its first item: held until the announcement
-        pass
-    elif sub.status == "pending":
-        state, sub, started = _announce(state, sub, item, ts)
+    notice = _announcement(item, run_id) if sub.status == "pending" else None
+    if notice is not None:
+        state, sub, started = _announce(state, sub, item, notice, ts)
         pieces += [(True, started), (False, list(sub.pending))]
         sub = with_fields(sub, pending=())
+    elif sub.status == "pending" and vocab.holds_children:
+        if order == "strict" and sub.run.history.started:
+            raise _unknown(state, item, f"an item of run {run_id!r}, which the stream of run {root_id!r} never "
+                                        f"announced as a subagent run (its sequence 1 must be its inline_delegation "
+                                        f"started notice)")
+        # held until the announcement: the Run's first item (under the tap, any item before it)
     else:
         state, closed = _delegation_end(state, item, ts)
         pieces.append((True, closed))
-        sub = state.subagents[run_id]
+        sub = state.subagents.get(run_id, sub)
     own: list[Record] = []
-    run = _run_step(sub.run, history, item, ts, own, _child_options(state.options))
+    if vocab.announces_run == "run_started" and is_run_started(item):
+        run = _run(sub.run, history)  # a child's run_started: only the root Run has a RUN_STARTED
+    else:
+        run = vocab.convert(sub.run, history, item, ts, own, _child_options(options))  # type: ignore[arg-type]
     state, run, own = _publish(state, run, run_id, own, attribute=True)
     sub = with_fields(sub, run=run)
     if not pieces:
-        held = own if processor is None or not own else apply_processor(processor, item, own)
+        held = own if processor is None or not own else vocab.process(processor, item, own)
         if state.options.max_event_bytes is not None:
             held = fit(held, item, state.options.max_event_bytes)
         return state._replace(subagents=state.subagents.set(run_id, with_fields(sub, pending=tuple(held)))), []
@@ -305,37 +356,46 @@ def _child_step(state: ProjectionState, item: HarnessStreamEvent,
     return _emit(state._replace(subagents=state.subagents.set(run_id, sub)), item, processor, pieces)
 
 
-def _announce(state: ProjectionState, sub: SubagentState, item: HarnessEvent,
-              ts: int) -> tuple[ProjectionState, SubagentState, list[Record]]:
-    """A pending child's second item, which must be its announcement."""
-    root_id, run_id = state.run_id, sub.run_id
+def _announcement(item: HarnessStreamEvent, run_id: str) -> DelegationNotice | None:
+    """The notice of ``item`` if it announces child Run ``run_id`` (its inline_delegation "started" notice)."""
+    if type(item) is not HarnessEvent:
+        return None
     notice = delegation_notice(item.event)
-    if notice is None or notice.action != "started" or notice.child_run_id != run_id:
-        raise _unknown(state, item, f"an item of run {run_id!r}, which the stream of run {root_id!r} never "
-                                    f"announced as a subagent run (its sequence 1 must be its inline_delegation "
-                                    f"started notice)")
+    return notice if notice is not None and notice.action == "started" and notice.child_run_id == run_id else None
+
+
+def _announce(state: ProjectionState, sub: SubagentState, item: HarnessEvent, notice: DelegationNotice,
+              ts: int) -> tuple[ProjectionState, SubagentState, list[Record]]:
+    """A pending child's announcement: its link to the parent Run."""
+    root_id, run_id = state.run_id, sub.run_id
     parent_id = notice.parent_run_id
     if parent_id == root_id:
         depth, parent_subagent, parent_calls = 1, None, state.root.renamed_calls
     else:
         parent = state.subagents.get(parent_id) if parent_id is not None else None
-        if parent is None or parent.status == "pending":
+        if state.options.order == "unchecked" and (parent is None or parent.status == "pending" or parent.finished):
+            pass  # whatever the parent, the child is announced under it
+        elif parent is None or parent.status == "pending":
             raise _unknown(state, item, f"subagent run {run_id!r} names parent run {parent_id!r}, which is neither "
                                         f"run {root_id!r} nor a subagent run announced in its stream",
                            parent_run_id=parent_id)
-        if parent.finished:
+        elif parent.finished:
             raise FinishedSubagentError(
                 f"subagent run {run_id!r} names parent run {parent_id!r}, which already {_ended(parent)}",
                 run_id=run_id, sequence=item.sequence, subagent_run_id=parent_id, root_run_id=root_id)
-        depth, parent_subagent, parent_calls = parent.depth + 1, parent.run_id, parent.run.renamed_calls
+        depth = 1 if parent is None else parent.depth + 1
+        parent_subagent, parent_calls = parent_id, EMPTY_MAP if parent is None else parent.run.renamed_calls
     call = notice.parent_tool_call_id
     if call is not None:
         call = parent_calls.get(call, call)
     name = notice.subagent or "subagent"
+    order = sub.order if sub.order >= 0 else state.announced
+    if sub.order < 0:
+        state = state._replace(announced=state.announced + 1)
     sub = with_fields(sub, status="running", name=name, parent_run_id=parent_id, parent_tool_call_id=call,
-                      depth=depth, order=state.announced)
-    state = state._replace(announced=state.announced + 1)
-    return state, sub, [ev.subagent_started(ts, run_id, name, parent_subagent, call)]
+                      depth=depth, order=order)
+    vocab = state.options.rules
+    return state, sub, [vocab.subagent_started(ts, run_id, name, parent_subagent, call)]
 
 
 def _delegation_end(state: ProjectionState, item: HarnessEvent, ts: int) -> tuple[ProjectionState, list[Record]]:
@@ -344,28 +404,31 @@ def _delegation_end(state: ProjectionState, item: HarnessEvent, ts: int) -> tupl
     notice = delegation_notice(item.event)
     if notice is None or notice.action not in ("completed", "failed") or notice.child_run_id is None:
         return state, []
+    options = state.options
+    vocab, checked = options.rules, options.order != "unchecked"
     child_id = notice.child_run_id
     child = state.subagents.get(child_id)
-    if child is None or child.status == "pending":
+    if child is None or (child.status == "pending" and vocab.holds_children):
         return state, []  # a dispatch that failed before the child ran: only the item's own CUSTOM event
     if child.finished:
+        if not checked:
+            return state, []
         raise FinishedSubagentError(
             f"run {item.run_id!r} ends the delegation to subagent run {child_id!r}, which already {_ended(child)}",
             run_id=item.run_id, sequence=item.sequence, subagent_run_id=child_id, root_run_id=state.run_id)
-    if child.parent_run_id != item.run_id:
+    if child.parent_run_id != item.run_id and checked:
         raise _unknown(state, item, f"run {item.run_id!r} ends the delegation to subagent run {child_id!r}, which "
                                     f"run {child.parent_run_id!r} started",
                        found_run_id=item.run_id, subagent_run_id=child_id, parent_run_id=child.parent_run_id)
     out: list[Record] = []
-    for sub in sorted(_descendants(state, child_id), key=lambda s: (-s.depth, s.order)):
-        state = _close_subagent(state, sub.run_id, ts, "cut_off", out,
-                                f"subagent {sub.name!r} was still running when its parent finished", CUT_OFF)
+    if vocab.closes_children:
+        for sub in sorted(_descendants(state, child_id), key=lambda s: (-s.depth, s.order)):
+            state = _close_subagent(state, sub.run_id, ts, "cut_off", out,
+                                    f"subagent {sub.name!r} was still running when its parent finished", CUT_OFF)
     if notice.action == "completed":
         state = _close_subagent(state, child_id, ts, "completed", out)
     else:
-        status = notice.status or "failed"
-        state = _close_subagent(state, child_id, ts, "failed", out,
-                                f"subagent {child.name!r} did not complete ({status})", status)
+        state = _close_subagent(state, child_id, ts, "failed", out, code=notice.status or "failed")
     return state, out
 
 
@@ -373,22 +436,28 @@ def _terminal_step(state: ProjectionState, history: HistoryCursor, item: Harness
                    processor: Processor | None) -> tuple[ProjectionState, list[Record]]:
     """The root Run's terminal item: every child still running is cut off
     (deepest first), the held events of children never announced go out,
-    then the root's parts are closed and the run ends."""
+    then the root's parts are closed and the run ends (as far as the
+    vocabulary closes children and holds their events)."""
+    vocab = state.options.rules
     pieces: list[tuple[bool, list[Record]]] = []
-    if state.root.history.thread_id is None:
-        pieces.append((True, [_run_started(item, ts, state.options)]))
+    if vocab.announces_run == "first_item" and state.root.history.thread_id is None:
+        pieces.append((True, [vocab.run_started(ts, state.options.client_thread_id or item.thread_id,
+                                                state.options.client_run_id or item.run_id)]))
     closed: list[Record] = []
-    for sub in sorted((s for s in state.subagents.values() if s.running), key=lambda s: (-s.depth, s.order)):
-        state = _close_subagent(state, sub.run_id, ts, "cut_off", closed,
-                                f"the run ended before subagent {sub.name!r} finished", CUT_OFF)
+    if vocab.closes_children:
+        for sub in sorted((s for s in state.subagents.values() if s.running), key=lambda s: (-s.depth, s.order)):
+            state = _close_subagent(state, sub.run_id, ts, "cut_off", closed,
+                                    f"the run ended before subagent {sub.name!r} finished", CUT_OFF)
     pieces.append((True, closed))
-    for sub in sorted((s for s in state.subagents.values() if s.status == "pending"), key=lambda s: s.run_id):
-        pieces.append((False, list(sub.pending)))  # processed when they came
-        state = state._replace(subagents=state.subagents.set(sub.run_id, with_fields(
-            sub, status="cut_off", pending=())))
+    if vocab.holds_children:
+        for sub in sorted((s for s in state.subagents.values() if s.status == "pending"), key=lambda s: s.run_id):
+            pieces.append((False, list(sub.pending)))  # processed when they came
+            state = state._replace(subagents=state.subagents.set(sub.run_id, with_fields(
+                sub, status="cut_off", pending=())))
     own: list[Record] = []
-    run = _run(_close_run(state.root, ts, own), history)
-    own.extend(_terminal(item, ts, state.options))
+    run = _run(vocab.terminal(state.root, item, ts, own), history)
+    if state.options.client_thread_id is not None or state.options.client_run_id is not None:
+        own = [_named_by_client(r, state.options) for r in own]
     state, run, own = _publish(state, run, item.run_id, own, attribute=False)
     pieces.append((True, own))
     return _emit(state._replace(root=run), item, processor, pieces)
@@ -397,15 +466,21 @@ def _terminal_step(state: ProjectionState, history: HistoryCursor, item: Harness
 def _close_subagent(state: ProjectionState, run_id: str, ts: int, status: SubagentStatus, out: list[Record],
                     message: str | None = None, code: str | None = None) -> ProjectionState:
     """End a running child: its open parts, then SUBAGENT_FINISHED (status
-    "completed") or SUBAGENT_ERROR, appended to ``out``."""
+    "completed") or SUBAGENT_ERROR (the vocabulary's for "failed", with
+    ``code`` the delegation's status; ``message`` and ``code`` for a cut-off),
+    appended to ``out``."""
+    vocab = state.options.rules
     sub = state.subagents[run_id]
     closing: list[Record] = []
-    run = _close_run(sub.run, ts, closing)
+    run = vocab.close(sub.run, ts, closing)
     state, run, closing = _publish(state, run, run_id, closing, attribute=True)
     out.extend(closing)
     if status == "completed":
         text = None if sub.last_text is None or not sub.last_text[1] else _json.dumps("".join(sub.last_text[1]))
-        out.append(ev.subagent_finished(ts, run_id, text, _SUCCESS))
+        out.append(vocab.subagent_finished(ts, run_id, text))
+    elif status == "failed":
+        assert code is not None
+        out.append(vocab.subagent_failed(ts, run_id, sub.name, code))
     else:
         assert message is not None
         out.append(ev.subagent_error(ts, run_id, message, code))
@@ -456,14 +531,17 @@ def _emit(state: ProjectionState, item: HarnessStreamEvent, processor: Processor
     """The item's records in order: fresh ones through the processor, held
     ones (a child's events from before its announcement) as they were kept;
     appended to the log."""
+    vocab = state.options.rules
     records: list[Record] = []
     limit = state.options.max_event_bytes
     for fresh, piece in pieces:
         if fresh and processor is not None and piece:
-            piece = apply_processor(processor, item, piece)
+            piece = vocab.process(processor, item, piece)
         if fresh and limit is not None:
             piece = fit(piece, item, limit)
         records.extend(piece)
+    if vocab.frame is not None and records:
+        records = vocab.frame(item, records)
     state = state._replace(events=state.events.extend(records)) if records else state
     return _note_texts(state, records), records
 
@@ -528,6 +606,8 @@ def _publish(state: ProjectionState, run: RunState, run_id: str, records: list[R
     """``records`` of Run ``run_id`` as published: ids renamed where another
     Run published them first, new ids registered to ``run_id``, and the
     subagent run id set when ``attribute``."""
+    if not state.options.rules.renames_ids:
+        return state, run, [ev.attributed(r, run_id) for r in records] if attribute else records
     messages, calls = run.renamed_messages, run.renamed_calls
     if not attribute and messages is EMPTY_MAP and calls is EMPTY_MAP:
         for record in records:
@@ -1169,11 +1249,7 @@ def _deferred_metadata(call: DeferredToolCall, metadata: dict[str, Any] | None) 
     return out
 
 
-def _run_started(item: HarnessStreamEvent, ts: int, options: ProjectionOptions) -> Record:
-    return ev.run_started(ts, options.client_thread_id or item.thread_id, options.client_run_id or item.run_id)
-
-
-def _terminal(item: HarnessRunResultEvent, ts: int, options: ProjectionOptions) -> list[Record]:
+def _terminal(item: HarnessRunResultEvent, ts: int) -> list[Record]:
     result = item.result
     usage = _usage(result)
     status = result.status
@@ -1192,5 +1268,44 @@ def _terminal(item: HarnessRunResultEvent, ts: int, options: ProjectionOptions) 
         outcome = {"type": "interrupt", "interrupts": _interrupts(result)}
     else:
         outcome = {"type": "cancelled"}
-    return [ev.run_finished(ts, options.client_thread_id or item.thread_id, options.client_run_id or item.run_id,
-                            output, _json.dumps(outcome), usage)]
+    return [ev.run_finished(ts, item.thread_id, item.run_id, output, _json.dumps(outcome), usage)]
+
+
+def _named_by_client(record: Record, options: ProjectionOptions) -> Record:
+    """A RUN_FINISHED record naming the Run by its clients' ids (``ProjectionOptions.client_thread_id`` /
+    ``client_run_id``); any other record as it is."""
+    if ev.event_type(record) != "RUN_FINISHED":
+        return record
+    if options.client_thread_id is not None:
+        record = ev.with_field(record, "thread_id", options.client_thread_id)
+    if options.client_run_id is not None:
+        record = ev.with_field(record, "run_id", options.client_run_id)
+    return record
+
+
+# -- this library's vocabulary ----------------------------------------------------------------------
+
+
+def _end_run(run: RunState, item: HarnessRunResultEvent, ts: int, out: list[Record]) -> RunState:
+    """The root Run's open parts ended, then its terminal event."""
+    run = _close_run(run, ts, out)
+    out.extend(_terminal(item, ts))
+    return run
+
+
+def _subagent_finished(ts: int, run_id: str, text: str | None) -> Record:
+    return ev.subagent_finished(ts, run_id, text, _SUCCESS)
+
+
+def _subagent_failed(ts: int, run_id: str, name: str | None, status: str) -> Record:
+    return ev.subagent_error(ts, run_id, f"subagent {name!r} did not complete ({status})", status)
+
+
+DEFAULT = Vocabulary(
+    name=DEFAULT_VOCABULARY, convert=_run_step, close=_close_run, terminal=_end_run, run_started=ev.run_started,
+    announces_run="first_item", subagent_started=ev.subagent_started, subagent_finished=_subagent_finished,
+    subagent_failed=_subagent_failed, holds_children=True, closes_children=True, renames_ids=True,
+    process=apply_processor, frame=None)
+"""This library's vocabulary, the default of every projection (README "What the projection looks like")."""
+register(DEFAULT)
+object.__setattr__(DEFAULT_OPTIONS, "rules", DEFAULT)  # made (by core.state) before DEFAULT was registered

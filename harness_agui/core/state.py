@@ -34,19 +34,25 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, NamedTuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import attrs
 from pyrsistent import PMap, PVector, pmap
 
-from .history import INITIAL_CURSOR, HistoryCursor
+from . import vocabulary
+from .history import INITIAL_CURSOR, HistoryCursor, advance_by_name
 from .idmap import IdMap, IdSet
 from .livelog import LiveLog
 from .records import EventLog, Record, RecordLog
 
+if TYPE_CHECKING:
+    from .vocabulary import Vocabulary
+
 __all__ = [
     "OpenPart", "RunState", "RunLedger", "ProjectionState", "INITIAL_STATE", "INITIAL_RUN", "CallStatus", "PartKind",
     "SubagentState", "SubagentStatus", "find_part", "ProjectionOptions", "DEFAULT_OPTIONS", "MAX_EVENT_BYTES",
+    "ORDER_POLICIES", "OrderPolicy",
 ]
 
 PartKind = Literal["text", "thinking", "tool_call"]
@@ -115,8 +121,29 @@ def _client_id(inst: object, attribute: attrs.Attribute, value: object) -> None:
         raise ValueError(f"{attribute.name} must not be blank")
 
 
-@attrs.frozen
-class ProjectionOptions:
+def _vocabulary(inst: object, attribute: attrs.Attribute, value: object) -> None:
+    if not vocabulary.known(value):
+        raise ValueError(f"vocabulary must be one of {sorted(vocabulary.VOCABULARIES)}, not {value!r}")
+    if value != vocabulary.DEFAULT_VOCABULARY:  # the default registers itself with core.reduce
+        vocabulary.resolve(value)  # type: ignore[arg-type]
+
+
+ORDER_POLICIES: tuple[str, ...] = ("strict", "tap", "unchecked")
+"""The order policies of ``core.history``, strictest first."""
+
+OrderPolicy = Literal["strict", "tap", "unchecked"]
+
+
+class _Derived:
+    """What ``ProjectionOptions`` derives from its fields, kept beside them in
+    slots of their own (not attrs fields: options compare, hash and
+    checkpoint by their fields alone)."""
+
+    __slots__ = ("plain", "advance", "rules")
+
+
+@attrs.frozen(getstate_setstate=False)
+class ProjectionOptions(_Derived):
     """How a stream is projected, fixed for an observer's life (a checkpoint
     keeps them, and resumes only under the same).
 
@@ -135,6 +162,20 @@ class ProjectionOptions:
     other ids than the Harness gave it (a served a13n-harness Run is the
     request's); None: the root Run's own. Everything else (CUSTOM correlation,
     generated message ids) keeps the Harness's ids.
+    ``vocabulary``: the name of the vocabulary the stream is projected in
+    (``core.vocabulary``): this library's own (the default), or
+    ``"a13n-stream-protocol/0.21"`` (needs a13n-harness).
+    ``order``: the order policy its items are checked against
+    (``core.history``): "strict" (each Run numbered from 0 with no gap: a
+    Run's own stream), "tap" (each Run's numbers increase, the root's
+    terminal result comes last: a producer tap followed by the public
+    terminal item) or "unchecked" (the Host keeps the order).
+
+    Derived, for the reducer: ``plain``, whether they name this library's
+    vocabulary and the strict order (the reducer's common case, which it
+    takes without looking anything up); ``advance``, the order policy's
+    function of ``core.history``; ``rules``, the ``core.vocabulary.Vocabulary``
+    the name resolves to.
     """
 
     show_hidden: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
@@ -142,6 +183,28 @@ class ProjectionOptions:
     user_messages: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
     client_thread_id: str | None = attrs.field(default=None, validator=attrs.validators.optional(_client_id))
     client_run_id: str | None = attrs.field(default=None, validator=attrs.validators.optional(_client_id))
+    vocabulary: str = attrs.field(default="harness-agui", validator=_vocabulary)
+    order: OrderPolicy = attrs.field(default="strict", validator=attrs.validators.in_(ORDER_POLICIES))
+
+    if TYPE_CHECKING:
+        plain: bool
+        advance: Callable[[HistoryCursor, Any], HistoryCursor]
+        rules: Vocabulary
+
+    def __attrs_post_init__(self) -> None:
+        set_ = object.__setattr__
+        set_(self, "plain", self.vocabulary == vocabulary.DEFAULT_VOCABULARY and self.order == "strict")
+        set_(self, "advance", advance_by_name(self.order))
+        # None only in DEFAULT_OPTIONS, made before core.reduce registers the vocabulary it names (and fills it).
+        set_(self, "rules", vocabulary.REGISTERED.get(self.vocabulary))
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, a.name) for a in attrs.fields(type(self)))
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        for a, value in zip(attrs.fields(type(self)), state, strict=True):
+            object.__setattr__(self, a.name, value)
+        self.__attrs_post_init__()
 
 
 DEFAULT_OPTIONS = ProjectionOptions()

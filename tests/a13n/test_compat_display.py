@@ -65,3 +65,17 @@ def test_a_restored_compat_fold_continues_like_upstreams_from_every_cut() -> Non
         for batch in batches[cut:]:
             restored.fold([dict(event) for event in batch])
         assert restored.export().model_dump(mode="json") == theirs.export().model_dump(mode="json")
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=[path.stem for path in FIXTURES])
+def test_the_compat_fold_on_its_own_observer_equals_upstreams_fold_on_upstreams(path: Path) -> None:
+    for items in runs(path):
+        theirs = upstream.DisplayFold(items[0].run_id, attempt=1, full_content=True)
+        ours = compat.DisplayFold(items[0].run_id, attempt=1, full_content=True)
+        for item in items:
+            their_observed = theirs.fold(theirs.events(item), item)
+            our_observed = ours.fold(ours.events(item), item)
+            assert [o.model_dump(mode="json") for o in our_observed] == [
+                o.model_dump(mode="json") for o in their_observed]
+            # The checkpoint holds the observer's continuation too: a Host persists it byte for byte.
+            assert ours.capture_delta().model_dump_json() == theirs.capture_delta().model_dump_json()

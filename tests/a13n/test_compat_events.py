@@ -2,28 +2,31 @@
 # (tests/fixtures/a13n), both stream observers get the same native items (rebuilt with to_a13n) and must
 # publish the same events, compared as the JSON a Host sends (model_dump(mode="json", by_alias=True)).
 # Upstream's observer reads no clock and no random source: every field is compared exactly.
-#
-# The compat observer is not built yet (it is the reducer with the a13n-stream-protocol vocabulary); until
-# it is, the test fails with ObserverNotBuiltError and is marked as expected to fail for exactly that reason
-# (strict: it reports XPASS as a failure as soon as the observer exists, so the mark must then go).
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness_agui.a13n import to_a13n
-from harness_agui.compat.a13n_stream_protocol.observer import ObserverNotBuiltError
 from harness_agui.core.source import HarnessRunResultEvent
 from harness_agui.wire.codec import decode
 
 pytest.importorskip("a13n_harness", reason="needs a13n-harness (Python 3.13): make test-a13n")
 upstream = pytest.importorskip("a13n_stream_protocol", reason="needs a13n-stream-protocol 0.21.0: make test-a13n")
 
+from harness_agui.compat.a13n_stream_protocol.observer import (  # noqa: E402 (after the skips)
+    HarnessAguiStreamObserver,
+    ObserverContinuation,
+)
+
 FIXTURES = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "a13n").glob("*.jsonl"))
+FIXTURES_BY_NAME = {path.stem: path for path in FIXTURES}
 
 
 def runs(path: Path) -> list[list[Any]]:
@@ -38,16 +41,68 @@ def runs(path: Path) -> list[list[Any]]:
 
 
 def published(observer: Any, items: list[Any]) -> list[str]:
-    return [json.dumps(event.model_dump(mode="json", by_alias=True), sort_keys=True)
-            for item in items for event in observer.observe(item)]
+    """What a Host sends for each event: its JSON, keys in the event's own order."""
+    return [json.dumps(event.model_dump(mode="json", by_alias=True)) for item in items
+            for event in observer.observe(item)]
 
 
-@pytest.mark.xfail(raises=ObserverNotBuiltError, strict=True, reason="the compat observer is not built yet")
 @pytest.mark.parametrize("path", FIXTURES, ids=[path.stem for path in FIXTURES])
 def test_the_compat_observer_publishes_upstreams_events_for_every_committed_run(path: Path) -> None:
-    from harness_agui.compat.a13n_stream_protocol.observer import HarnessAguiStreamObserver
-
     for index, items in enumerate(runs(path)):
         theirs = published(upstream.HarnessAguiStreamObserver(), items)
         ours = published(HarnessAguiStreamObserver(), items)
         assert ours == theirs, f"{path.stem}, Run {index}"
+
+
+def test_the_compat_observer_publishes_upstreams_events_for_every_fresh_run(scenarios: list[Any]) -> None:
+    for scenario in scenarios:
+        for index, items in enumerate(scenario.runs):
+            theirs = published(upstream.HarnessAguiStreamObserver(), items)
+            assert published(HarnessAguiStreamObserver(), items) == theirs, f"{scenario.name}, Run {index}"
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=[path.stem for path in FIXTURES])
+def test_the_continuation_equals_upstreams_after_every_item_and_restores_to_the_same_events(path: Path) -> None:
+    for items in runs(path):
+        theirs, ours = upstream.HarnessAguiStreamObserver(), HarnessAguiStreamObserver()
+        for cut, item in enumerate(items):
+            exported = ours.export().model_dump_json()
+            assert exported == theirs.export().model_dump_json(), f"{path.stem} before item {cut}"
+            restored = HarnessAguiStreamObserver.restore(ObserverContinuation.model_validate_json(exported))
+            their_events = published(theirs, [item])
+            assert published(ours, [item]) == their_events
+            assert published(restored, [item]) == their_events
+        assert ours.export().model_dump_json() == theirs.export().model_dump_json()
+
+
+def test_resume_rebuilds_the_same_projection_and_the_live_tail_continues_it() -> None:
+    items = runs(FIXTURES_BY_NAME["subagent"])[0]
+    cut = len(items) // 2
+
+    async def history() -> AsyncIterator[Any]:
+        for item in items[:cut]:
+            yield item
+
+    direct = HarnessAguiStreamObserver()
+    published(direct, items[:cut])
+    resumed = HarnessAguiStreamObserver()
+    asyncio.run(resumed.resume(history()))
+    assert resumed.snapshot() == direct.snapshot()
+    assert published(resumed, items[cut:]) == published(direct, items[cut:])
+
+
+def test_a_processor_sees_the_native_item_and_rewrites_what_upstreams_lets_it() -> None:
+    items = runs(FIXTURES_BY_NAME["tools_and_reasoning"])[0]
+    seen: list[Any] = []
+
+    def shout(source: Any, event: Any) -> Any:
+        seen.append(source)
+        if event.type == "TEXT_MESSAGE_CONTENT":
+            return event.model_copy(update={"delta": event.delta.upper()})
+        return None if event.type == "CUSTOM" else event
+
+    theirs = published(upstream.HarnessAguiStreamObserver(processor=shout), items)
+    native = list(seen)
+    seen.clear()
+    assert published(HarnessAguiStreamObserver(processor=shout), items) == theirs
+    assert seen == native and all(type(source).__module__.startswith("a13n_harness") for source in seen)

@@ -13,7 +13,6 @@ from harness_agui.compat.a13n_stream_protocol.display import (
     DisplaySnapshot,
     item_id,
 )
-from harness_agui.compat.a13n_stream_protocol.observer import ObserverNotBuiltError
 
 
 def custom(name: str, event: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -125,6 +124,12 @@ def test_a_fresh_continuation_has_the_json_shape_of_upstream_checkpoints() -> No
     assert "memory_sources" not in dumped
 
 
-def test_converting_a_native_item_says_the_compat_observer_is_not_built_yet() -> None:
-    with pytest.raises(ObserverNotBuiltError, match="not built yet"):
-        DisplayFold("run").events(object())
+def test_converting_a_native_item_without_a13n_harness_names_what_to_install() -> None:
+    try:
+        import a13n_harness  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match=r"harness-agui\[a13n\]"):
+            DisplayFold("run").events(object())
+    else:
+        with pytest.raises(TypeError, match="HarnessEvent or HarnessRunResultEvent"):
+            DisplayFold("run").events(object())

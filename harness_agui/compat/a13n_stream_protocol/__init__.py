@@ -15,9 +15,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ._base import AguiEventProcessor, AguiObservationError
 from ._names import AUTHORED_INPUT_EVENT_NAMES
 from .fragments import CustomEventAssembler, fragment_custom_event
-from .observer import AguiEventProcessor, AguiObservationError
 
 __version__ = "0.21.0"
 """The a13n-stream-protocol release whose API and vocabulary this package reproduces."""

@@ -18,7 +18,11 @@ import functools
 from types import SimpleNamespace
 from typing import Any
 
-__all__ = ["harness", "project_json", "tool_execution_value"]
+__all__ = ["NEEDS_A13N", "harness", "natives", "project_json", "tool_execution_value"]
+
+NEEDS_A13N = ("harness_agui.compat.a13n_stream_protocol needs a13n-harness 0.20 or 0.21 "
+              "(pip install 'harness-agui[a13n]', Python 3.13)")
+"""The message of the ImportError raised where a13n-harness is missing."""
 
 
 @functools.cache
@@ -31,10 +35,7 @@ def harness() -> SimpleNamespace:
         from a13n_harness.content import ContentItem, ContentMetadata, project_input_content
         from a13n_harness.tools._output import TOOL_CONTENT_METADATA_KEY
     except ImportError as error:
-        raise ImportError(
-            "harness_agui.compat.a13n_stream_protocol needs a13n-harness 0.20 or 0.21 "
-            f"(pip install 'harness-agui[a13n]', Python 3.13): {error}"
-        ) from error
+        raise ImportError(f"{NEEDS_A13N}: {error}") from error
     native = (ContentItem, messages.BinaryContent, messages.ImageUrl, messages.AudioUrl, messages.VideoUrl,
               messages.DocumentUrl, messages.UploadedFile, messages.TextContent)
     return SimpleNamespace(
@@ -57,3 +58,28 @@ def tool_execution_value(content: Any, metadata: dict[str, Any] | None) -> Any:
     if isinstance(metadata, dict) and key in metadata:
         return content[metadata[key]["result_index"]]
     return content
+
+
+class _Natives:
+    """a13n-harness's and pydantic-ai's classes the compat observer and vocabulary read, by name, imported
+    on first use (so those modules import, and register, without a13n-harness). Reading one without
+    a13n-harness raises ImportError naming the extra."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            import a13n_harness
+            import a13n_harness.events
+            import a13n_harness.tools.client
+            import pydantic_ai.messages
+        except ImportError as error:
+            raise ImportError(f"{NEEDS_A13N}: {error}") from error
+        for module in (a13n_harness, a13n_harness.events, a13n_harness.tools.client, pydantic_ai.messages):
+            if hasattr(module, name):
+                value = getattr(module, name)
+                setattr(self, name, value)
+                return value
+        raise AttributeError(name)
+
+
+natives: Any = _Natives()
+"""``natives.TextPart``, ``natives.HarnessEvent``, ...: see ``_Natives``."""

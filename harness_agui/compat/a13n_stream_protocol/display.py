@@ -29,9 +29,9 @@
 # observer's conversion cursors. ``restore`` continues exactly where the cut was.
 #
 # The fold reads only event JSON. The one thing it needs the observer for is
-# ``events(source)``, turning a native Harness item into that JSON; the observer
-# is made on first use through ``_observer_class`` (the seam to the compat
-# observer), from the continuation when the fold was restored.
+# ``events(source)``, turning a native Harness item into that JSON; the compat
+# stream observer is made on first use (``_observer_class``), from the
+# continuation when the fold was restored.
 
 from __future__ import annotations
 
@@ -45,10 +45,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from ag_ui.core import Event, TextPart, ToolCallArgsEvent, ToolCallResultEvent
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from ._base import AguiEventProcessor, ObserverContinuation
 from ._names import AUTHORED_INPUT_EVENT_NAMES
 from .fragments import CustomEventAssembler, FragmentState
 from .memory import MemorySource, memory_sources
-from .observer import AguiEventProcessor, ObserverContinuation
 
 if TYPE_CHECKING:
     from .observer import HarnessAguiStreamObserver
@@ -285,8 +285,8 @@ def bound_event(event: Event) -> Event:
 
 
 def _observer_class() -> type[HarnessAguiStreamObserver]:
-    """The seam to the compat observer: the class ``events()`` converts native items
-    with. Raises ImportError while the compat observer is not built."""
+    """The class ``events()`` converts native items with: the compat stream observer
+    (which raises ImportError naming the extra where a13n-harness is missing)."""
     from .observer import HarnessAguiStreamObserver
 
     return HarnessAguiStreamObserver

@@ -1,94 +1,307 @@
-# The observer of the compat package: what exists of it, and the seam for the rest.
+# The observers of a13n-stream-protocol 0.21, as a thin shell over this
+# library's reducer.
 #
-# Built: the error type, the processor type and the JSON shape of an observer's
-# continuation (``ObserverContinuation``), which display checkpoints embed and
-# Hosts persist, so it must read and write exactly what a13n-stream-protocol
-# 0.21 Hosts store: ``{"thread_id", "run_id", "state": {"request_index",
+# Each observer holds one immutable ``ProjectionState`` projected in the
+# a13n-stream-protocol vocabulary (``vocabulary``) under the "unchecked" order
+# policy: as in a13n-stream-protocol, the order of the items (sequences,
+# anything after the terminal result, a child's announcement) is the Host's
+# to keep; only each Run's Thread is checked. ``observe()`` converts the
+# native item at the door (``from_a13n``), names it to the vocabulary (which
+# renders from it), runs one reducer step and swaps the reference: a failure
+# anywhere leaves the observer as it was. The events it returns, and those of
+# ``snapshot()``, are built afresh from the state's records, so nothing a
+# caller holds is shared with the projection.
+#
+# What is the shell's and not the reducer's: the item types and correlation
+# checks with a13n-stream-protocol's messages, its processor's view (it sees
+# the native item), ``retain_events``, ``export()`` / ``restore()`` through
+# ``ObserverContinuation`` (whose JSON is exactly what a13n-stream-protocol's
+# Hosts persist: ``{"thread_id", "run_id", "state": {"request_index",
 # "parts": {"<part index>": {kind, part_id, tool_name, emitted_content,
 # emitted_signature}}, "children": {"<run id>": <state>}, "threads":
-# {"<run id>": "<thread id>"}}}``.
-#
-# Not built yet: ``HarnessAguiObserver`` and ``HarnessAguiStreamObserver``. They
-# are harness-agui's reducer run with the a13n-stream-protocol vocabulary (a
-# vocabulary chosen at construction, not a second reducer), and wait for the
-# reducer's vocabulary interface. Importing either raises ObserverNotBuiltError
-# (an ImportError) that says so; nothing pretends to convert.
+# {"<run id>": "<thread id>"}}}``), and the asynchronous, atomic ``resume()``.
+# The Run's state maps onto the continuation one to one (see the vocabulary's
+# module comment for how a cursor is held).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Literal
+from collections.abc import AsyncIterable, Callable
+from typing import Any, Self
 
-from ag_ui.core import Event
-from pydantic import BaseModel, ConfigDict, Field
+from ag_ui.core import BaseEvent, Event
 
+from ...a13n import from_a13n
+from ...core import records as ev
 from ...core.errors import AguiObservationError as _LibraryObservationError
+from ...core.history import HistoryCursor
+from ...core.livelog import LiveLog
+from ...core.records import RecordLog
+from ...core.reduce import step
+from ...core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent, UnknownEvent
+from ...core.state import (
+    INITIAL_STATE,
+    OpenPart,
+    ProjectionOptions,
+    ProjectionState,
+    RunLedger,
+    RunState,
+    SubagentState,
+)
+from ._base import AguiEventProcessor, AguiObservationError, ObserverContinuation, PartCursor, RunCursor
+from ._harness import natives as N
+from .vocabulary import NAME, observing
 
 __all__ = [
     "AguiEventProcessor",
     "AguiObservationError",
+    "HarnessAguiObserver",
+    "HarnessAguiStreamObserver",
     "ObserverContinuation",
-    "ObserverNotBuiltError",
     "PartCursor",
     "RunCursor",
 ]
 
-AguiEventProcessor = Callable[[Any, Event], Event | None]
-"""``processor(source_item, event) -> event | None``: a Host's replay-stable filter or content rewrite."""
+OPTIONS = ProjectionOptions(show_hidden=True, max_event_bytes=None, vocabulary=NAME, order="unchecked")
+"""How the compat observers project: a13n-stream-protocol's vocabulary, everything it publishes (an input for
+the model only goes out with its ``display: false`` metadata, for the consumer to hide), no event split, the
+order left to the Host."""
 
 
-class AguiObservationError(_LibraryObservationError, ValueError):
-    """A public Harness item could not be observed without changing its meaning.
+class HarnessAguiObserver:
+    """Converts and accumulates one public Harness Run as AG-UI events, in
+    a13n-stream-protocol 0.21's vocabulary.
 
-    A ValueError, as in a13n-stream-protocol, and harness-agui's
-    ``AguiObservationError``, so Host code written against either catches it."""
+    ``observe()`` takes a13n-harness items (or this library's source items);
+    ``processor(native_item, event) -> event | None`` may drop an event or
+    rewrite its one content field. ``retain_events=False`` keeps no events
+    (``snapshot()`` then raises, ``event_count`` stays 0).
+    """
+
+    _stream = False
+
+    def __init__(self, *, processor: AguiEventProcessor | None = None, retain_events: bool = True) -> None:
+        self._processor = processor
+        self._retain_events = retain_events
+        self._state = self._fresh()
+        self._resuming = False
+        self._resume_completed = False
+
+    def _fresh(self) -> ProjectionState:
+        return INITIAL_STATE._replace(options=OPTIONS, events=RecordLog() if self._retain_events else LiveLog())
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    @property
+    def thread_id(self) -> str | None:
+        """The bound Harness Thread, once observation has begun."""
+        return self._state.thread_id
+
+    @property
+    def run_id(self) -> str | None:
+        """The bound Harness Run, once observation has begun."""
+        return self._state.run_id
+
+    @property
+    def event_count(self) -> int:
+        """How many events the observer holds (0 when it retains none): a
+        bound for ``snapshot(stop=...)``."""
+        return len(self._state.events) if self._retain_events else 0
+
+    def snapshot(self, *, start: int = 0, stop: int | None = None) -> tuple[Event, ...]:
+        """Fresh copies of the accumulated events in ``[start, stop)``.
+
+        Raises AguiObservationError for an observer that retains no events,
+        ValueError for a range outside them; changes nothing."""
+        if not self._retain_events:
+            raise AguiObservationError("Snapshots require retain_events=True")
+        records = self._state.events
+        assert isinstance(records, RecordLog)
+        end = len(records) if stop is None else stop
+        if start < 0 or end < start or end > len(records):
+            raise ValueError("snapshot range is outside the accumulated events")
+        return tuple(ev.build(record) for record in records[start:end])  # type: ignore[misc]
+
+    # -- changes ---------------------------------------------------------------------------------
+
+    def observe(self, item: Any) -> tuple[Event, ...]:
+        """Convert one item and accumulate its events; return them (fresh copies).
+
+        Raises TypeError for anything but a Harness stream item,
+        AguiObservationError (a ValueError) for an item that changes the
+        Run's correlation, a part that changes kind or identity before its
+        end, a processor that breaks its contract, or a call during
+        ``resume()``; what pydantic raises for a native value it cannot
+        write; and whatever the processor raises. On any error the observer
+        is exactly as it was."""
+        if self._resuming:
+            raise AguiObservationError("Cannot observe while observer resumption is in progress")
+        state, records = self._step(self._state, item)
+        events = tuple(ev.build(record) for record in records)  # before committing: nothing may fail after
+        self._state = state
+        return events  # type: ignore[return-value]
+
+    def _step(self, state: ProjectionState, item: Any) -> tuple[ProjectionState, list[Any]]:
+        source, native = _door(item)
+        self._check_correlation(state, source)
+        host = self._processor
+        processor = None if host is None else _NativeView(host, item if native is not None else source)
+        try:
+            if native is None:
+                return step(state, source, processor)
+            with observing(source, native):
+                return step(state, source, processor)
+        except _LibraryObservationError as error:
+            if isinstance(error, AguiObservationError):
+                raise
+            raise AguiObservationError(error.reason) from error
+
+    def _check_correlation(self, state: ProjectionState, item: HarnessStreamEvent) -> None:
+        if state.thread_id is not None and item.thread_id != state.thread_id:
+            raise AguiObservationError("Harness Thread correlation changed within one observer")
+        if state.run_id is not None and item.run_id != state.run_id:
+            raise AguiObservationError("Harness Run correlation changed within one observer")
+
+    async def resume(self, history: AsyncIterable[Any]) -> None:
+        """Rebuild this fresh observer from a finite async iterable of the
+        Run's items: each goes through ``observe()``'s conversion and
+        processor into a staged state, committed when the iterable ends;
+        nothing is returned (history is never published twice).
+
+        Raises TypeError for a ``history`` that is not an async iterable,
+        AguiObservationError if this observer observed or resumed before or a
+        resume is in progress, and whatever iteration, conversion or the
+        processor raise (cancellation included). On any failure the observer
+        stays fresh; while a resume awaits items, ``observe()`` and
+        ``export()`` raise and the properties show the fresh observer."""
+        if not isinstance(history, AsyncIterable):
+            raise TypeError("history must be an async iterable of Harness stream events")
+        if self._resuming:
+            raise AguiObservationError("Observer resumption is already in progress")
+        if self._resume_completed or self.thread_id is not None or self.run_id is not None:
+            raise AguiObservationError("Observer resumption requires a fresh observer")
+        staged = self._fresh()
+        self._resuming = True
+        try:
+            async for item in history:
+                staged, _ = self._step(staged, item)
+            self._state = staged
+            self._resume_completed = True
+        finally:
+            self._resuming = False
+
+    # -- continuations ------------------------------------------------------------------------------
+
+    def export(self) -> ObserverContinuation:
+        """The conversion cursors (never the accumulated events), detached.
+        Raises AguiObservationError during ``resume()``."""
+        if self._resuming:
+            raise AguiObservationError("Cannot export while observer resumption is in progress")
+        state = self._state
+        cursor = _run_cursor(state.root)
+        if self._stream:
+            children = sorted(state.subagents.values(), key=lambda s: s.order)
+            cursor.children = {sub.run_id: _run_cursor(sub.run) for sub in children if not sub.finished}
+            if state.thread_id is not None and state.run_id is not None:
+                cursor.threads[state.run_id] = state.thread_id
+            cursor.threads.update((sub.run_id, sub.run.history.thread_id) for sub in children
+                                  if sub.run.history.thread_id is not None)
+        return ObserverContinuation(thread_id=state.thread_id, run_id=state.run_id, state=cursor)
+
+    @classmethod
+    def restore(cls, continuation: ObserverContinuation, *, processor: AguiEventProcessor | None = None) -> Self:
+        """A non-retaining observer that continues from ``continuation``
+        (which is not shared) and counts as resumed."""
+        saved = ObserverContinuation.model_validate(continuation.model_dump())
+        observer = cls(processor=processor, retain_events=False)
+        cursor = saved.state
+        root = _run_state(cursor, saved.run_id, saved.thread_id)
+        subagents = {}
+        order = 0
+        for run_id, child in cursor.children.items():
+            subagents[run_id] = SubagentState(run_id, _run_state(child, run_id, cursor.threads.get(run_id)),
+                                              order=order)
+            order += 1
+        for run_id, thread_id in cursor.threads.items():  # Runs that ended: their Thread is still theirs
+            if run_id != saved.run_id and run_id not in subagents:
+                subagents[run_id] = SubagentState(run_id, _run_state(RunCursor(), run_id, thread_id),
+                                                  status="completed", order=order)
+                order += 1
+        observer._state = observer._state._replace(root=root, subagents=observer._state.subagents.update(subagents),
+                                                   announced=order)
+        observer._resume_completed = True
+        return observer
 
 
-class PartCursor(BaseModel):
-    """An open part of one Run: its kind, its message or tool call id, the tool name
-    so far, and whether its content / signature was already emitted."""
+class HarnessAguiStreamObserver(HarnessAguiObserver):
+    """Observes a Host's root stream and its forwarded inline children in
+    source order: one Run's events, and its children's with their
+    ``subagentRunId``. Each Run keeps its own part cursors; only the root has
+    RUN_* events; a delegation's notices start and end its child."""
 
-    model_config = ConfigDict(extra="forbid")
-    kind: Literal["text", "reasoning", "tool_call"]
-    part_id: str
-    tool_name: str | None = None
-    emitted_content: bool = False
-    emitted_signature: bool = False
+    _stream = True
 
-
-class RunCursor(BaseModel):
-    """The conversion state of one Run: its latest model request index, its open
-    parts by part index, and (for the stream's root) each inline child's state
-    and each Run's Thread."""
-
-    model_config = ConfigDict(extra="forbid")
-    request_index: int = 0
-    parts: dict[int, PartCursor] = Field(default_factory=dict)
-    children: dict[str, RunCursor] = Field(default_factory=dict)
-    threads: dict[str, str] = Field(default_factory=dict)
+    def _check_correlation(self, state: ProjectionState, item: HarnessStreamEvent) -> None:
+        if item.run_id == state.run_id or state.run_id is None:
+            expected = state.thread_id
+        else:
+            sub = state.subagents.get(item.run_id)
+            expected = None if sub is None else sub.run.history.thread_id
+        if expected is not None and item.thread_id != expected:
+            raise AguiObservationError("Harness Thread correlation changed for a Run")
 
 
-class ObserverContinuation(BaseModel):
-    """The conversion cursors an observer resumes from mid-part, without history
-    and without its accumulated events."""
+class _NativeView:
+    """The Host's processor, shown the native item it was written for."""
 
-    model_config = ConfigDict(extra="forbid")
-    thread_id: str | None = None
-    run_id: str | None = None
-    state: RunCursor = Field(default_factory=RunCursor)
+    __slots__ = ("host", "item")
 
+    def __init__(self, host: Callable[[Any, Any], Any], item: Any) -> None:
+        self.host, self.item = host, item
 
-class ObserverNotBuiltError(ImportError):
-    """The compat observer classes do not exist yet (see this module's comment)."""
-
-
-_NOT_BUILT = frozenset({"HarnessAguiObserver", "HarnessAguiStreamObserver"})
+    def __call__(self, source: HarnessStreamEvent, event: BaseEvent) -> BaseEvent | None:
+        answer: BaseEvent | None = self.host(self.item, event)
+        return answer
 
 
-def __getattr__(name: str) -> Any:
-    if name in _NOT_BUILT:
-        raise ObserverNotBuiltError(
-            f"harness_agui.compat.a13n_stream_protocol.observer.{name} is not built yet: it is harness-agui's "
-            "reducer with the a13n-stream-protocol vocabulary, which needs the reducer's vocabulary interface"
-        )
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def _door(item: Any) -> tuple[HarnessStreamEvent, Any]:
+    """The source item of ``item`` and its native object (None for a source item)."""
+    if type(item) is HarnessEvent or type(item) is HarnessRunResultEvent:
+        return item, None
+    if not isinstance(item, N.HarnessEvent | N.HarnessRunResultEvent):
+        raise TypeError("item must be a HarnessEvent or HarnessRunResultEvent")
+    try:
+        return from_a13n(item), item
+    except ValueError:
+        # What the source model cannot carry (an event pydantic cannot write, an output without a JSON form)
+        # still routes by its correlation; the vocabulary renders it from the native item, raising what
+        # pydantic raises where a13n-stream-protocol does.
+        return _routed(item), item
+
+
+def _routed(item: Any) -> HarnessStreamEvent:
+    if isinstance(item, N.HarnessRunResultEvent):
+        result = item.result.replace(output=None)
+        return from_a13n(N.HarnessRunResultEvent(thread_id=item.thread_id, run_id=item.run_id, sequence=item.sequence,
+                                           occurred_at=item.occurred_at, result=result))
+    kind = getattr(item.event, "event_kind", None)
+    return HarnessEvent(thread_id=item.thread_id, run_id=item.run_id, sequence=item.sequence,
+                        occurred_at=item.occurred_at,
+                        event=UnknownEvent(event_kind=kind if isinstance(kind, str) and kind else "unknown", data={}))
+
+
+def _run_cursor(run: RunState) -> RunCursor:
+    return RunCursor(request_index=run.ledger.request_index or 0, parts={
+        part.index: PartCursor(kind="reasoning" if part.kind == "thinking" else part.kind, part_id=part.message_id,
+                               tool_name=part.tool_name if part.kind == "tool_call" and part.started else None,
+                               emitted_content=part.streamed > 0, emitted_signature=part.signature is not None)
+        for part in run.parts})
+
+
+def _run_state(cursor: RunCursor, run_id: str | None, thread_id: str | None) -> RunState:
+    parts = tuple(
+        OpenPart(index, "thinking" if part.kind == "reasoning" else part.kind, part.part_id,
+                 streamed=1 if part.emitted_content else 0,
+                 started=part.kind != "tool_call" or part.tool_name is not None, tool_name=part.tool_name or "",
+                 signature="" if part.emitted_signature else None)
+        for index, part in cursor.parts.items())
+    return RunState(HistoryCursor(run_id, thread_id), parts, RunLedger(request_index=cursor.request_index))
