@@ -96,6 +96,7 @@ from ag_ui.core import (
 )
 from pydantic import TypeAdapter
 from pydantic_core import to_jsonable_python
+from pyrsistent import PVector, pvector
 
 from . import _json
 from . import records as ev
@@ -159,7 +160,7 @@ class JsonValue:
 
 
 _NULL = JsonValue("null")
-_NO_CHUNKS: Vector[str] = EMPTY_VECTOR
+_NO_CHUNKS: PVector[str] = pvector()
 
 
 def _json_or_none(value: Any) -> JsonValue | None:
@@ -421,13 +422,15 @@ class _Open:
     record (None for an entry opened by content without one), the order it
     opened in, the position of its entry, what streamed into it since (kept
     here until its end joins it into the entry: cheaper per delta than a new
-    entry) and the timestamp of the latest of that."""
+    entry) and the timestamp of the latest of that. The chunks are a PVector
+    (its C append is the cheapest per delta), which lives only as long as
+    one message streams."""
 
     id: str
     start: Record | None
     order: int
     at: int
-    chunks: Vector[str] = EMPTY_VECTOR
+    chunks: PVector[str] = _NO_CHUNKS
     last: int | None = None
 
 
@@ -649,7 +652,7 @@ def _apply(c: Conversation, record: Record) -> Conversation:
 
 # -- the timeline and the list ------------------------------------------------------------------
 
-Kind = Literal["text", "reasoning", "tool"]
+_Stream = Literal["text", "reasoning", "tool"]  # what streams: a text or reasoning message, or a tool call
 
 
 def _append(c: Conversation, entry: Entry) -> Conversation:
@@ -680,13 +683,15 @@ def _drained(entries: Vector[Entry], opened: _Open | None, *, ended: bool = Fals
         return entries
     if not ended:
         return entries if not opened.chunks else entries.set(opened.at, _streamed(entry, opened))
-    text = "".join(entry.chunks or ()) + "".join(opened.chunks)
-    chunks = entry.chunks if entry.chunks is None and not opened.chunks else (text,) if text else ()
+    chunks = entry.chunks
+    if chunks is not None or opened.chunks:  # a holder that nothing streamed into stays without content
+        text = "".join(chunks or ()) + "".join(opened.chunks)
+        chunks = (text,) if text else ()
     return entries.set(opened.at, _copy(entry, chunks=chunks, ended=True, updated_at=_at(ts)))
 
 
 def _opening(c: Conversation, entries: Vector[Entry], entity_id: str, start: Record | None, at: int,
-             ts: int | None, kind: Kind) -> dict[str, Any]:
+             ts: int | None, kind: _Stream) -> dict[str, Any]:
     """The fields of ``c`` (with ``entries``) with ``entity_id`` open,
     streaming into the entry at ``at``; what streamed into an earlier open
     entry of the same id stays in that entry."""
@@ -696,7 +701,8 @@ def _opening(c: Conversation, entries: Vector[Entry], entity_id: str, start: Rec
     return {"settled": entries, "open_calls" if kind == "tool" else "open": opens, "ticks": c.ticks + 1}
 
 
-def _orphan(kind: Kind, entity_id: str, ts: int | None, sub: str | None, *, ended: bool = False) -> Message | ToolCall:
+def _orphan(kind: _Stream, entity_id: str, ts: int | None, sub: str | None, *,
+            ended: bool = False) -> Message | ToolCall:
     """The entry of content, args or an end whose start the client never saw."""
     at = _at(ts)
     if kind == "tool":
@@ -719,7 +725,7 @@ def _message_start(c: Conversation, record: Record, ts: int, sub: str | None,
     return _copy(c, **fields)
 
 
-def _content(c: Conversation, entity_id: str, delta: str, ts: int, sub: str | None, kind: Kind) -> Conversation:
+def _content(c: Conversation, entity_id: str, delta: str, ts: int, sub: str | None, kind: _Stream) -> Conversation:
     """Content (or args) for ``entity_id``: the client appends it to its
     message (or call) with that id, through the open entry while it
     streams; without one, it goes to an entry of its own, outside the list,
@@ -745,7 +751,7 @@ def _content(c: Conversation, entity_id: str, delta: str, ts: int, sub: str | No
     return _copy(c, open_calls=opens) if call else _copy(c, open=opens)
 
 
-def _end(c: Conversation, entity_id: str, ts: int, sub: str | None, kind: Kind) -> Conversation:
+def _end(c: Conversation, entity_id: str, ts: int, sub: str | None, kind: _Stream) -> Conversation:
     """The end of a message or call: it is no longer open, and what streamed
     into it becomes part of it, as one chunk. An end for nothing open
     changes nothing when the client has a message (or call) with that id,
@@ -1123,8 +1129,9 @@ def _message_json(c: Conversation, at: int, *, streaming: bool) -> dict[str, Any
         return out
     assert isinstance(entry, Message)
     out = {"id": entry.message_id, "role": "reasoning" if entry.kind == "reasoning" else entry.role or "assistant"}
-    if entry.chunks is not None:
-        out["content"] = _text(entry.chunks, _open_at(c.open, at), streaming)
+    opened = _open_at(c.open, at)
+    if entry.chunks is not None or (opened is not None and opened.chunks and not streaming):
+        out["content"] = _text(entry.chunks, opened, streaming)
     if entry.tool_calls is not None:
         calls = []
         for call_id in entry.tool_calls:

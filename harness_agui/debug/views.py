@@ -2,10 +2,11 @@
 #
 # Everything here reads immutable values and returns strings; nothing is
 # cached and nothing raises for odd content. This module only renders: the
-# conversation is interpreted once, by ``core.conversation``, and shown here as HTML
-# (entries in the order they started, each tool result under its call, each
-# subagent's work in a block of its own under the tool call that started
-# it) or as text by ``pretty``. Text from a Run is untrusted: every piece goes
+# conversation is interpreted once, by ``core.conversation`` (folded from a
+# state's records, or from AG-UI events), and shown here as HTML (entries in
+# the order they started, each tool result under its call, each subagent's
+# work in a block of its own under the tool call that started it) or as
+# text by ``pretty``. Text from a Run is untrusted: every piece goes
 # through ``text.escape_terminal`` (control characters, bidi controls,
 # invisible format characters and lone surrogates become visible escapes)
 # and, in HTML, then through ``html.escape``, so a Run can neither inject
