@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness_agui import HarnessAguiObserver
-from harness_agui.core.conversation import EMPTY_MESSAGES, fold_records, messages_json
+from harness_agui.core.conversation import EMPTY_CONVERSATION, fold_records, messages_json
 from harness_agui.testing import complete_histories, live_histories, simulated_delegation, simulated_run
 from harness_agui.testing.delegation import delegating_runs
 from harness_agui.wire.agui import agui_to_json
@@ -157,7 +157,7 @@ def test_messages_kept_up_incrementally_equal_messages_folded_from_scratch(items
     for item in items:
         observer.observe(item)
         assert observer.messages() == tuple(
-            _message_objects(fold_records(EMPTY_MESSAGES, observer.state.events)))
+            _message_objects(fold_records(EMPTY_CONVERSATION, observer.state.events)))
 
 
 def _message_objects(messages: Any) -> tuple[Any, ...]:

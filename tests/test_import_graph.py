@@ -13,8 +13,8 @@ so that nothing can hide an edge from it.
 
 Layers (the folders): core imports only core; wire imports core; host
 imports core and wire; debug imports core and wire; testing imports core and
-wire. Inside debug the modules are ordered (``text`` < ``fold`` < ``pretty``
-< ``views`` < ``replay`` < ``notebook`` < the package) and import only to
+wire. Inside debug the modules are ordered (``text`` < ``pretty`` <
+``views`` < ``replay`` < ``notebook`` < the package) and import only to
 their left. The top-level package, ``cli``, ``demo`` and ``__main__`` are
 the shell over all of them and may import any layer, but take part in the
 cycle check like everything else.
@@ -42,7 +42,7 @@ ALLOWED = {
     "debug": {"core", "wire", "debug"},
     "testing": {"core", "wire", "testing"},
 }
-DEBUG_ORDER = ["text", "fold", "pretty", "views", "replay", "notebook", ""]
+DEBUG_ORDER = ["text", "pretty", "views", "replay", "notebook", ""]
 
 
 def _modules() -> dict[str, Path]:

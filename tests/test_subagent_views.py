@@ -11,7 +11,16 @@ from typing import Any
 from hypothesis import given, settings
 
 from harness_agui import HarnessAguiObserver
-from harness_agui.debug.fold import Message, Subagent, ToolCall, ToolResult, fold, owner_of
+from harness_agui.core.conversation import (
+    EMPTY_CONVERSATION,
+    Conversation,
+    Message,
+    Subagent,
+    ToolCall,
+    ToolResult,
+    fold_events,
+    owner_of,
+)
 from harness_agui.debug.pretty import render_conversation
 from harness_agui.debug.text import display_width
 from harness_agui.debug.views import conversation_html, state_text
@@ -19,6 +28,10 @@ from harness_agui.testing import delegating_runs, simulated_delegation
 
 ROOT = "run-root"
 PLANNER, WORKER = f"{ROOT}-planner", f"{ROOT}-worker"
+
+
+def fold(events: Any) -> Conversation:
+    return fold_events(EMPTY_CONVERSATION, events)
 
 
 def observed(items: Any) -> HarnessAguiObserver:
@@ -41,8 +54,8 @@ def test_the_fold_attributes_every_entry_to_its_run_and_keeps_one_subagent_entry
     assert texts == {"[root] delegating.": None, "[planner] delegating.": PLANNER, "[worker] sunny all week": WORKER,
                      "[planner] worker said: sunny": PLANNER, "[root] planner said: sunny.": None}
     assert [owner_of(conv.entries[p]) for p in conv.scope(WORKER)] == [WORKER] * len(conv.scope(WORKER))
-    assert conv.subagents_of("call-delegate", None) == [conv.ids[("subagent", PLANNER)]]
-    assert conv.subagents_of(f"call-delegate:{PLANNER}", PLANNER) == [conv.ids[("subagent", WORKER)]]
+    assert conv.subagents_of("call-delegate", None) == [conv.subagents[PLANNER]]
+    assert conv.subagents_of(f"call-delegate:{PLANNER}", PLANNER) == [conv.subagents[WORKER]]
     result = next(e for e in conv.entries if isinstance(e, ToolResult) and e.subagent_run_id == PLANNER)
     assert result.tool_call_id == f"call-delegate:{PLANNER}"
 

@@ -76,6 +76,7 @@ from .idmap import IdMap, IdSet
 from .livelog import LiveLog
 from .records import _BY_TAG, RecordLog
 from .state import ProjectionState
+from .vector import Vector
 
 __all__ = ["FORMAT", "MAGIC", "CheckpointInfo", "encode", "decode", "inspect", "verify_seal", "processor_digest",
            "library_version", "stream_position"]
@@ -173,12 +174,10 @@ _CLASSES: dict[str, _Codec] = {
     "RunLedger": _tuple_codec(state.RunLedger),
     "ProjectionOptions": _attrs_codec(state.ProjectionOptions),
     "SubagentState": _attrs_codec(state.SubagentState),
-    "LiveLog": _Codec(LiveLog, _live_log_fields, LiveLog, lambda: (int, conversation.Messages | None)),
+    "LiveLog": _Codec(LiveLog, _live_log_fields, LiveLog, lambda: (int, conversation.Conversation | None)),
     "RecordLog": _Codec(RecordLog, _empty_log_fields, RecordLog, tuple),
-    "Messages": _attrs_codec(conversation.Messages),
-    "Message": _attrs_codec(conversation._Message),
-    "Call": _attrs_codec(conversation._Call),
-    "Open": _attrs_codec(conversation._Open),
+    "Vector": _Codec(Vector, lambda v: [tuple(v)], Vector, lambda: (tuple[Any, ...],)),
+    **{cls.__name__.lstrip("_"): _attrs_codec(cls) for cls in conversation.STATE_CLASSES},
 }
 _NAMES = {codec.cls: name for name, codec in _CLASSES.items()}
 _PVECTOR: Any = type(pvector())
@@ -300,6 +299,8 @@ def _is(value: Any, tp: Any) -> bool:
         return type(value) is _PMAP and all(_is(k, args[0]) and _is(v, args[1]) for k, v in value.items())
     if origin is IdMap:
         return type(value) is IdMap and all(_is(v, args[0]) for v in value.values())
+    if origin is Vector:
+        return type(value) is Vector and all(_is(v, args[0]) for v in value)
     raise TypeError(f"a checkpoint cannot check a field of type {tp}")  # pragma: no cover - a new field type
 
 

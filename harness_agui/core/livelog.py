@@ -7,16 +7,18 @@
 # delivery log keeps them. The reducer never reads the log back.
 #
 # With ``messages`` (``track_messages=True``), the log also folds every
-# record into the AG-UI message list (``core.conversation``), so that
-# ``messages()`` and ``catch_up()`` work without the events; that keeps the
-# conversation's content, which grows with the text, not with the events.
+# record into the conversation (``core.conversation``: the client's message
+# list and the timeline of the debug views), so that ``messages()``,
+# ``catch_up()`` and the views work without the events; that keeps the
+# conversation's content, which grows with the text and the entries, not
+# with every delta.
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
 
-from .conversation import EMPTY_MESSAGES, Messages, fold_records
+from .conversation import EMPTY_CONVERSATION, Conversation, fold_records
 from .records import Record
 
 __all__ = ["LiveLog"]
@@ -24,15 +26,15 @@ __all__ = ["LiveLog"]
 
 class LiveLog:
     """A log that counts records (and, optionally, folds them into the
-    message list) without keeping them. Immutable: ``extend`` returns a new
+    conversation) without keeping them. Immutable: ``extend`` returns a new
     log."""
 
     __slots__ = ("_count", "_messages")
 
     _count: int
-    _messages: Messages | None
+    _messages: Conversation | None
 
-    def __init__(self, count: int = 0, messages: Messages | None = None) -> None:
+    def __init__(self, count: int = 0, messages: Conversation | None = None) -> None:
         if type(count) is not int or count < 0:
             raise ValueError(f"a LiveLog counts from 0, not {count!r}")
         self._count = count
@@ -40,8 +42,8 @@ class LiveLog:
 
     @classmethod
     def tracking(cls, track_messages: bool) -> LiveLog:
-        """An empty log that folds the message list when ``track_messages``."""
-        return cls(0, EMPTY_MESSAGES if track_messages else None)
+        """An empty log that folds the conversation when ``track_messages``."""
+        return cls(0, EMPTY_CONVERSATION if track_messages else None)
 
     @classmethod
     def of_records(cls, records: Iterable[Record], *, track_messages: bool = False) -> LiveLog:
@@ -49,12 +51,12 @@ class LiveLog:
         return cls.tracking(track_messages).extend(records)
 
     @property
-    def messages(self) -> Messages | None:
-        """The message list, when this log tracks it."""
+    def messages(self) -> Conversation | None:
+        """The conversation folded from the records, when this log tracks it."""
         return self._messages
 
     def without_messages(self) -> LiveLog:
-        """This log, not tracking the message list."""
+        """This log, not tracking the conversation."""
         return self if self._messages is None else LiveLog(self._count)
 
     def extend(self, records: Iterable[Record]) -> LiveLog:

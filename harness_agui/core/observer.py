@@ -36,7 +36,7 @@ from ag_ui.core import BaseEvent
 
 from . import checkpoint as _checkpoint
 from ._aio import as_async_iterable
-from .conversation import EMPTY_MESSAGES, Messages, catch_up_events, fold_records, messages_of
+from .conversation import EMPTY_CONVERSATION, Conversation, catch_up_events, fold_records, messages_of
 from .encode import EncodedEvent, encode_records
 from .errors import AguiObservationError, CheckpointError, EventsNotRetainedError
 from .livelog import LiveLog
@@ -106,7 +106,7 @@ class HarnessAguiObserver:
         self._resumed = False
         self._resuming = False
         self._gate = threading.Lock()
-        self._folded: tuple[Any, Messages] = (RecordLog(), EMPTY_MESSAGES)
+        self._folded: tuple[Any, Conversation] = (RecordLog(), EMPTY_CONVERSATION)
 
     # -- reads ---------------------------------------------------------------
 
@@ -386,7 +386,7 @@ class HarnessAguiObserver:
 
     # -- the conversation ----------------------------------------------------------------
 
-    def _messages(self) -> Messages:
+    def _messages(self) -> Conversation:
         events = self._state.events
         if isinstance(events, LiveLog):
             if events.messages is None:
@@ -396,7 +396,7 @@ class HarnessAguiObserver:
         log, messages = self._folded
         if log is not events:
             if len(log) > len(events):  # not an earlier state of this log: start over
-                messages, log = EMPTY_MESSAGES, RecordLog()
+                messages, log = EMPTY_CONVERSATION, RecordLog()
             messages = fold_records(messages, events[len(log):])
             self._folded = (events, messages)
         return messages

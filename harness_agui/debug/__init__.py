@@ -1,11 +1,12 @@
-"""Looking at a Run: step-through replay and diagnosis (``replay``), the one
-interpretation of an AG-UI conversation (``fold``), its renderings as a
-terminal view (``pretty``) and as text and HTML views (``views``), the one
-escaping function for terminal text (``text``), and Jupyter support
-(``show``; importing this package makes a running IPython shell draw
-ProjectionState and HarnessAguiObserver values as HTML).
+"""Looking at a Run: step-through replay and diagnosis (``replay``),
+renderings of the AG-UI conversation (folded once, by
+``harness_agui.core.conversation``) as a terminal view (``pretty``) and as
+text and HTML views (``views``), the one escaping function for terminal text
+(``text``), and Jupyter support (``show``; importing this package makes a
+running IPython shell draw ProjectionState and HarnessAguiObserver values as
+HTML).
 
-Layers inside: ``text`` < ``fold`` < ``pretty`` < ``views`` < ``replay`` <
+Layers inside: ``text`` < ``pretty`` < ``views`` < ``replay`` <
 ``notebook``; each module imports only modules to its left (and the core and
 wire layers), which ``tests/test_import_graph.py`` checks.
 """

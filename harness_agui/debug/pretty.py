@@ -1,7 +1,8 @@
 # A conversation view of an AG-UI projection, for people reading a terminal.
 #
-# This module only renders: ``fold.fold_event`` interprets each event, and
-# the renderer turns the entries of the resulting conversation into blocks
+# This module only renders: ``core.conversation.fold_event`` interprets each
+# event, and the renderer turns the entries of the resulting conversation
+# into blocks
 # (the user's input, each reasoning and assistant message, each tool call
 # with its args, each tool result, one-line notes, the run's outcome). The
 # view is an append-only log, so a block is printed once, as soon as its
@@ -34,7 +35,7 @@ from typing import Any
 
 from ag_ui.core import BaseEvent
 
-from .fold import (
+from ..core.conversation import (
     EMPTY_CONVERSATION,
     Entry,
     Input,
@@ -149,17 +150,21 @@ class _Renderer:
         self.width = width
         self.max_lines = max_value_lines
         self.conv = EMPTY_CONVERSATION
+        self.entries = self.conv.entries  # the conversation's entries, with what streamed so far
         self.pending: set[int] = set()  # positions of entries not printed yet
         self.running: dict[str, int] = {}  # subagents whose start was printed and end was not: their positions
         self.seen_any = False
 
     def feed(self, event: BaseEvent) -> list[str]:
         self.seen_any = True
-        known = len(self.conv.entries)
+        known = len(self.conv.settled)
         self.conv = fold_event(self.conv, event)
+        self.entries = entries = self.conv.entries
         out: list[str] = []
-        for pos in sorted(self.pending.union(range(known, len(self.conv.entries)))):
-            entry = self.conv.entries[pos]
+        for pos in sorted(self.pending.union(range(known, len(entries)))):
+            entry = entries[pos]
+            if isinstance(entry, Message) and entry.holder:  # holds tool calls, drawn on their own
+                continue
             if isinstance(entry, Outcome):
                 out += self.flush()
                 out.append(self.outcome_block(entry))
@@ -171,7 +176,7 @@ class _Renderer:
             else:
                 self.pending.add(pos)
         for run_id, pos in list(self.running.items()):
-            entry = self.conv.entries[pos]
+            entry = entries[pos]
             if isinstance(entry, Subagent) and entry.status != "running":
                 del self.running[run_id]
                 out.append(self.render(entry, end=True))
@@ -204,7 +209,7 @@ class _Renderer:
         assert isinstance(sub, Subagent)
         who = f"subagent {sub.name or '?'} [{sub.subagent_run_id}]"
         if not end:
-            call = self.conv.entry("tool", sub.parent_tool_call_id) if sub.parent_tool_call_id else None
+            call = self.conv.call(sub.parent_tool_call_id) if sub.parent_tool_call_id else None
             name = call.name if isinstance(call, ToolCall) and call.name else "?"
             via = f" for tool call {name} [{sub.parent_tool_call_id}]" if sub.parent_tool_call_id else ""
             return clip(f"┌─ {_time(sub.at)}{who}{via}", self.width)
@@ -221,12 +226,12 @@ class _Renderer:
         if isinstance(entry, (Message, ToolCall)):
             return entry.ended
         if isinstance(entry, Input):  # only the last entry can take another chunk
-            return entry.complete or pos < len(self.conv.entries) - 1
+            return entry.complete or pos < len(self.entries) - 1
         return True
 
     def flush(self) -> list[str]:
         """Blocks for the entries still open, marked unfinished."""
-        out = [self.render(self.conv.entries[pos], unfinished=True) for pos in sorted(self.pending)]
+        out = [self.render(self.entries[pos], unfinished=True) for pos in sorted(self.pending)]
         self.pending.clear()
         return out
 
@@ -236,7 +241,7 @@ class _Renderer:
             out.append(self.note(f"{self.conv.fragments[0].name}: incomplete fragments at the end"))
         out += self.flush()
         for pos in sorted(self.running.values(), reverse=True):
-            out.append(self.render(self.conv.entries[pos], end=True))
+            out.append(self.render(self.entries[pos], end=True))
         self.running.clear()
         if self.conv.outcome is None and self.conv.run_id is not None:
             out.append(_rule("run not finished (no outcome yet)", self.width, "="))

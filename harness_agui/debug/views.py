@@ -2,10 +2,11 @@
 #
 # Everything here reads immutable values and returns strings; nothing is
 # cached and nothing raises for odd content. This module only renders: the
-# conversation is interpreted once, by ``fold``, and shown here as HTML
-# (entries in the order they started, each tool result under its call, each
-# subagent's work in a block of its own under the tool call that started
-# it) or as text by ``pretty``. Text from a Run is untrusted: every piece goes
+# conversation is interpreted once, by ``core.conversation`` (folded from a
+# state's records, or from AG-UI events), and shown here as HTML (entries in
+# the order they started, each tool result under its call, each subagent's
+# work in a block of its own under the tool call that started it) or as
+# text by ``pretty``. Text from a Run is untrusted: every piece goes
 # through ``text.escape_terminal`` (control characters, bidi controls,
 # invisible format characters and lone surrogates become visible escapes)
 # and, in HTML, then through ``html.escape``, so a Run can neither inject
@@ -27,12 +28,8 @@ from typing import Any, Literal, Protocol
 import attrs
 from ag_ui.core import BaseEvent
 
-from ..core.observer import HarnessAguiObserver
-from ..core.records import event_type
-from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
-from ..core.state import OpenPart, ProjectionState, SubagentState
-from ..wire.codec import to_json
-from .fold import (
+from ..core.conversation import (
+    EMPTY_CONVERSATION,
     Conversation,
     Input,
     Interrupt,
@@ -46,9 +43,17 @@ from .fold import (
     TokenUsage,
     ToolCall,
     ToolResult,
-    fold,
+    fold_events,
+    fold_records,
     owner_of,
 )
+from ..core.errors import EventsNotRetainedError
+from ..core.livelog import LiveLog
+from ..core.observer import HarnessAguiObserver
+from ..core.records import event_type
+from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
+from ..core.state import OpenPart, ProjectionState, SubagentState
+from ..wire.codec import to_json
 from .pretty import render_conversation
 from .text import WIDTH, clip, escape_terminal, wrap
 
@@ -209,6 +214,23 @@ def _events_of(source: Any) -> Iterable[BaseEvent]:
     if isinstance(source, (ProjectionState, HarnessAguiObserver)):
         return source.snapshot()
     return source  # type: ignore[no-any-return]
+
+
+def _conversation_of(source: Any) -> Conversation:
+    """The conversation of a state, an observer or AG-UI events: folded from
+    a state's records (or the one a live-only log that tracks messages
+    keeps) without building their events. Raises EventsNotRetainedError for
+    a live-only state that keeps neither."""
+    state = source.state if isinstance(source, HarnessAguiObserver) else source
+    if not isinstance(state, ProjectionState):
+        return fold_events(EMPTY_CONVERSATION, source)
+    events = state.events
+    if not isinstance(events, LiveLog):
+        return fold_records(EMPTY_CONVERSATION, events)
+    if events.messages is None:
+        raise EventsNotRetainedError("the conversation of a live-only observer (retain_events=False) that does "
+                                     "not track messages (track_messages=False)")
+    return events.messages
 
 
 def _plain(value: JsonValue) -> str:
@@ -380,7 +402,8 @@ def _conversation_body(conv: Conversation) -> str:
     results: dict[str, ToolResult] = {}
     under_call: set[int] = set()
     calls: set[str] = set()
-    for pos, e in enumerate(conv.entries):
+    entries = conv.entries
+    for pos, e in enumerate(entries):
         if isinstance(e, ToolCall):
             calls.add(e.tool_call_id)
         elif isinstance(e, ToolResult) and e.in_run and e.tool_call_id in calls and e.tool_call_id not in results:
@@ -390,24 +413,26 @@ def _conversation_body(conv: Conversation) -> str:
     # block, and that block under the tool call that started it (or where it started, when that call is not
     # among the events). Entries of a subagent whose start is not among the events stay at the top.
     scopes: dict[str | None, list[int]] = {}
-    for pos, e in enumerate(conv.entries):
+    for pos, e in enumerate(entries):
+        if isinstance(e, Message) and e.holder:  # holds tool calls, which are drawn on their own
+            continue
         owner = owner_of(e)
         scopes.setdefault(owner if owner is None or conv.subagent(owner) is not None else None, []).append(pos)
 
     def scope(owner: str | None) -> list[str]:
         html_parts = []
         for pos in scopes.get(owner, ()):
-            e = conv.entries[pos]
+            e = entries[pos]
             if pos in under_call:
                 continue
             if isinstance(e, Subagent):
-                call = conv.entry("tool", e.parent_tool_call_id) if e.parent_tool_call_id else None
+                call = conv.call(e.parent_tool_call_id) if e.parent_tool_call_id else None
                 if isinstance(call, ToolCall) and owner_of(call) == owner:
                     continue  # drawn under its call
                 html_parts.append(_subagent_html(e, "".join(scope(e.subagent_run_id))))
             elif isinstance(e, ToolCall):
                 inner = "".join(_subagent_html(sub, "".join(scope(sub.subagent_run_id)))
-                                for sub in (conv.entries[p] for p in conv.subagents_of(e.tool_call_id, owner))
+                                for sub in (entries[p] for p in conv.subagents_of(e.tool_call_id, owner))
                                 if isinstance(sub, Subagent))
                 html_parts.append(_entry_html(e, results, inner))
             else:
@@ -428,7 +453,7 @@ def conversation_html(source: Any) -> str:
     """The projection as an HTML conversation: inputs, reasoning (collapsed),
     assistant text, tool calls with args and results, and the outcome.
     Takes what ``conversation_text`` takes; all Run text is escaped."""
-    return _frame(_conversation_body(fold(_events_of(source))))
+    return _frame(_conversation_body(_conversation_of(source)))
 
 
 # -- states ----------------------------------------------------------------------------------
@@ -507,7 +532,7 @@ def _state_body(state: ProjectionState, *, conversation: bool = True, open_: boo
         items = "".join(f"<li>{_e(_subagent_line(sub))}</li>" for sub in _subagents(state))
         out.append(f'<div class="muted">subagent runs</div><ul>{items}</ul>')
     if conversation and state.run_id is not None:
-        body = _conversation_body(fold(state.snapshot()))
+        body = _conversation_body(_conversation_of(state))
         attr = " open" if open_ else ""
         out.append(f"<details{attr}><summary>conversation</summary>{body}</details>")
     return "".join(out)

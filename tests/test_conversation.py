@@ -1,5 +1,7 @@
-"""The conversation fold (harness_agui.debug.fold): one interpretation of AG-UI
-events that the terminal and the notebook views both render."""
+"""The conversation fold (harness_agui.core.conversation): the one
+interpretation of AG-UI events (and of the records they are built from) that
+the client's message list, catch-up, the terminal and the notebook views all
+read."""
 
 from __future__ import annotations
 
@@ -12,15 +14,19 @@ from ag_ui.core import (
     BaseEvent,
     CustomEvent,
     ReasoningEncryptedValueEvent,
+    RunStartedEvent,
     StepStartedEvent,
     TextMessageContentEvent,
     TextMessageEndEvent,
+    TextMessageStartEvent,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 
 from harness_agui import HarnessAguiObserver
-from harness_agui.core.source import InputEvent
-from harness_agui.debug.fold import (
+from harness_agui.core.conversation import (
     EMPTY_CONVERSATION,
+    Conversation,
     Input,
     JsonValue,
     Message,
@@ -30,10 +36,27 @@ from harness_agui.debug.fold import (
     RunStart,
     ToolCall,
     ToolResult,
-    fold,
+    catch_up_events,
     fold_event,
+    fold_events,
+    fold_records,
+    messages_json,
 )
-from harness_agui.testing import SourceBuilder, simulated_run
+from harness_agui.core.errors import EventsNotRetainedError
+from harness_agui.core.source import InputEvent
+from harness_agui.debug.views import conversation_html
+from harness_agui.testing import (
+    SourceBuilder,
+    complete_histories,
+    delegating_runs,
+    live_histories,
+    simulated_delegation,
+    simulated_run,
+)
+
+
+def fold(events: list[BaseEvent]) -> Conversation:
+    return fold_events(EMPTY_CONVERSATION, events)
 
 
 def _events(items: list[Any]) -> list[BaseEvent]:
@@ -52,7 +75,7 @@ def test_the_demo_run_folds_into_entries_in_the_order_they_started() -> None:
     reasoning, text = conv.entries[3], conv.entries[4]
     assert isinstance(reasoning, Message) and reasoning.kind == "reasoning" and reasoning.signed and reasoning.ended
     assert isinstance(text, Message) and text.text == "Let me check the forecast and do the conversion."
-    call = conv.entry("tool", "call-forecast-1")
+    call = conv.call("call-forecast-1")
     assert isinstance(call, ToolCall) and call.name == "get_forecast" and call.ended
     assert call.args == '{"city": "Lyon", "day": "tomorrow"}' and call.parent_message_id == text.message_id
     results = [e for e in conv.entries if isinstance(e, ToolResult)]
@@ -67,7 +90,7 @@ def test_folding_in_two_parts_gives_the_same_conversation_as_folding_at_once() -
     events = _events(simulated_run())
     whole = fold(events)
     for cut in (0, 1, 7, 30, len(events) - 1, len(events)):
-        assert fold(events[cut:], fold(events[:cut])) == whole
+        assert fold_events(fold(events[:cut]), events[cut:]) == whole
 
 
 def test_a_conversation_is_frozen_pickles_and_shares_nothing_mutable_with_its_events() -> None:
@@ -156,3 +179,91 @@ def test_the_outcome_of_a_failed_and_of_a_suspended_run() -> None:
     assert (it.id, it.reason, it.tool_call_id) == ("c1:approval", "tool_approval", "c1")
     assert it.args is not None and it.args.value == {"p": 1}
     assert isinstance(fold(_events(b.items)).entries[0], RunStart)
+
+
+# -- one fold for records and events, read by the client's list and the views --------------------
+
+STREAMS = st.one_of(complete_histories(), live_histories(), delegating_runs().map(lambda r: list(r.items)))
+
+
+def _observed(items: list[Any], **options: Any) -> HarnessAguiObserver:
+    observer = HarnessAguiObserver(**options)
+    for item in items:
+        observer.observe(item)
+    return observer
+
+
+@given(STREAMS)
+def test_the_records_and_the_events_built_from_them_fold_into_the_same_conversation(items: list[Any]) -> None:
+    observer = _observed(items)
+    from_records = fold_records(EMPTY_CONVERSATION, observer.state.events)
+    from_events = fold(list(observer.snapshot()))
+    assert list(from_events.entries) == list(from_records.entries)
+    assert messages_json(from_events) == messages_json(from_records)
+    assert messages_json(from_events, streaming=True) == messages_json(from_records, streaming=True)
+    assert catch_up_events(from_events) == catch_up_events(from_records) == observer.catch_up()
+
+
+@given(STREAMS)
+def test_every_value_the_fold_builds_equals_the_one_its_public_constructor_builds(items: list[Any]) -> None:
+    # The fold copies its values with _fast.with_fields: what it builds must be what attrs builds.
+    conv = EMPTY_CONVERSATION
+    for record in _observed(items).state.events:
+        conv = fold_records(conv, [record])
+        for value in (conv, *conv.entries, *conv.open, *conv.open_calls):
+            public = type(value)(**{f.name: getattr(value, f.name) for f in attrs.fields(type(value))})
+            assert public == value and type(public) is type(value)
+            if hasattr(public, "__dict__"):
+                assert list(vars(public).items()) == list(vars(value).items())
+
+
+def test_a_message_still_streaming_shows_what_streamed_so_far() -> None:
+    observer, deltas = HarnessAguiObserver(), 0
+    for item in simulated_run():  # up to the second delta of the assistant's text
+        events: Any = observer.observe(item)
+        deltas += sum(e.type.value == "TEXT_MESSAGE_CONTENT" and e.message_id.endswith(":text") for e in events)
+        if deltas == 2:
+            break
+    conv = fold_records(EMPTY_CONVERSATION, observer.state.events)
+    (opened,) = conv.open
+    text = conv.message(opened.id)
+    assert isinstance(text, Message) and text.text == "Let me " and not text.ended
+    assert conv.settled[opened.at].text == ""  # what streams stays with its open entry until its end
+    client = {m["id"]: m for m in messages_json(conv)}
+    assert client[opened.id]["content"] == "Let me "
+    assert {m["id"]: m for m in messages_json(conv, streaming=True)}[opened.id]["content"] == ""
+
+
+def test_a_tool_call_without_an_assistant_message_gets_a_holder_that_the_views_do_not_draw() -> None:
+    observer = _observed(simulated_run())
+    conv = fold_records(EMPTY_CONVERSATION, observer.state.events)
+    holder = conv.message("call-forecast-2")  # its start names no parent message
+    assert isinstance(holder, Message) and holder.holder and holder.tool_calls == ("call-forecast-2",)
+    client = {m["id"]: m for m in messages_json(conv)}
+    assert "content" not in client["call-forecast-2"] and client["call-forecast-2"]["role"] == "assistant"
+    page = conversation_html(observer)  # a row per text message (the user's too), none for the holder
+    texts = [e for e in conv.entries if isinstance(e, Message) and e.kind == "text"]
+    assert page.count('class="row assistant"') == len(texts) - 1 == 3
+
+
+def test_content_for_a_message_that_starts_again_stays_in_it() -> None:
+    # The client keeps the message it has when a start comes again, and appends what follows.
+    stream = [RunStartedEvent(thread_id="t", run_id="r"),
+              TextMessageStartEvent(message_id="m", role="assistant"),
+              TextMessageContentEvent(message_id="m", delta="a"),
+              TextMessageStartEvent(message_id="m", role="assistant"),
+              TextMessageContentEvent(message_id="m", delta="b")]
+    conv = fold(stream)
+    assert [m["content"] for m in messages_json(conv)] == ["ab"]
+    caught: Any = catch_up_events(conv)  # a client joining now: "a" in the snapshot, "b" streamed again
+    assert [e.type.value for e in caught] == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "TEXT_MESSAGE_START",
+                                              "TEXT_MESSAGE_CONTENT"]
+    assert caught[1].messages[0].content == "a" and caught[3].delta == "b"
+
+
+def test_the_views_of_a_live_only_observer_that_tracks_messages_are_those_of_a_retained_one() -> None:
+    items = simulated_delegation()
+    live = _observed(items, retain_events=False, track_messages=True)
+    assert conversation_html(live) == conversation_html(_observed(items))
+    with pytest.raises(EventsNotRetainedError, match="track_messages"):
+        conversation_html(_observed(items, retain_events=False))
