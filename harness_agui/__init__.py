@@ -5,7 +5,10 @@ values; ``HarnessAguiObserver`` is the thin shell a Host embeds. See the
 README for a quick start.
 """
 
-from .core.custom import assemble_custom, is_fragment
+import warnings as _warnings
+from typing import Any as _Any
+
+from .core.custom import assemble_custom
 from .core.encode import EncodedEvent
 from .core.errors import (
     AfterTerminalError,
@@ -21,58 +24,40 @@ from .core.errors import (
     SequenceOrderError,
     UnknownSubagentError,
 )
-from .core.history import HistoryCursor, StreamCursor, advance_stream
 from .core.observer import HarnessAguiObserver
 from .core.records import EventLog
-from .core.reduce import CUSTOM_MAX_CHARS, INPUT_CHUNK_CHARS, Processor, advance, reduce
-from .core.source import (
-    BinaryContent,
-    BuiltinToolReturnPart,
-    CapabilityEvent,
-    ContentList,
-    Deferred,
-    DeferredToolCall,
-    DeferredToolRequestsEvent,
-    EnqueuedMessagesEvent,
-    ExtensionEvent,
-    Failure,
-    FilePart,
-    FinalResultEvent,
-    HarnessEvent,
-    HarnessRunResultEvent,
-    HarnessStreamEvent,
-    InputEvent,
-    MediaContent,
-    MessageHistory,
-    ObservationEvent,
-    PartDeltaEvent,
-    PartEndEvent,
-    PartStartEvent,
-    RetryInfo,
-    RunResult,
-    TextPart,
-    TextPartDelta,
-    ThinkingPart,
-    ThinkingPartDelta,
-    ToolCallEvent,
-    ToolCallPart,
-    ToolCallPartDelta,
-    ToolContent,
-    ToolResultEvent,
-    UnknownDelta,
-    UnknownEvent,
-    UnknownPart,
-    Usage,
-)
-from .core.state import INITIAL_STATE, OpenPart, ProjectionState, SubagentState
-from .wire.codec import DecodeError, Migration, decode, encode
+from .core.reduce import Processor, reduce
+from .core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
+from .core.state import INITIAL_STATE, ProjectionOptions, ProjectionState
+from .wire.codec import DecodeError
+from .wire.codec import decode as decode_line
+from .wire.codec import encode as encode_line
 
 __version__ = "0.1.0"
 
 __all__ = [
+    # the shell, and the pure core under it
     "HarnessAguiObserver",
-    "AguiObservationError",
+    "ProjectionOptions",
+    "reduce",
+    "ProjectionState",
+    "INITIAL_STATE",
+    "Processor",
+    # what it gives
+    "EventLog",
+    "EncodedEvent",
+    "assemble_custom",
+    # the items it takes (every other source class: harness_agui.source)
+    "HarnessEvent",
+    "HarnessRunResultEvent",
+    "HarnessStreamEvent",
+    # a source item as one wire line, and back
+    "encode_line",
+    "decode_line",
+    "DecodeError",
+    # the errors
     "HarnessAguiError",
+    "AguiObservationError",
     "HistoryError",
     "ForeignRunError",
     "SequenceOrderError",
@@ -83,61 +68,43 @@ __all__ = [
     "FinishedSubagentError",
     "CheckpointError",
     "EventsNotRetainedError",
-    "EncodedEvent",
-    "StreamCursor",
-    "advance_stream",
-    "SubagentState",
-    "HistoryCursor",
-    "reduce",
-    "advance",
-    "Processor",
-    "ProjectionState",
-    "OpenPart",
-    "INITIAL_STATE",
-    "EventLog",
-    "assemble_custom",
-    "is_fragment",
-    "INPUT_CHUNK_CHARS",
-    "CUSTOM_MAX_CHARS",
-    "encode",
-    "decode",
-    "DecodeError",
-    "Migration",
-    "HarnessEvent",
-    "HarnessRunResultEvent",
-    "HarnessStreamEvent",
-    "PartStartEvent",
-    "PartDeltaEvent",
-    "PartEndEvent",
-    "TextPart",
-    "ThinkingPart",
-    "ToolCallPart",
-    "TextPartDelta",
-    "ThinkingPartDelta",
-    "ToolCallPartDelta",
-    "ToolResultEvent",
-    "InputEvent",
-    "ExtensionEvent",
-    "ObservationEvent",
-    "RunResult",
-    "Usage",
-    "Failure",
-    "Deferred",
-    "DeferredToolCall",
-    "BinaryContent",
-    "BuiltinToolReturnPart",
-    "CapabilityEvent",
-    "ContentList",
-    "DeferredToolRequestsEvent",
-    "EnqueuedMessagesEvent",
-    "FilePart",
-    "FinalResultEvent",
-    "MediaContent",
-    "MessageHistory",
-    "RetryInfo",
-    "ToolCallEvent",
-    "ToolContent",
-    "UnknownDelta",
-    "UnknownEvent",
-    "UnknownPart",
 ]
+
+# Names this package exported before 0.2, kept for one release: each import warns and says where it lives.
+_MOVED = {
+    "advance": "harness_agui.core.reduce",
+    "OpenPart": "harness_agui.core.state",
+    "SubagentState": "harness_agui.core.state",
+    "HistoryCursor": "harness_agui.core.history",
+    "StreamCursor": "harness_agui.core.history",
+    "advance_stream": "harness_agui.core.history",
+    "is_fragment": "harness_agui.core.custom",
+    "INPUT_CHUNK_CHARS": "harness_agui.core.reduce",
+    "CUSTOM_MAX_CHARS": "harness_agui.core.custom",
+    "encode": "harness_agui.wire.codec",
+    "decode": "harness_agui.wire.codec",
+    "Migration": "harness_agui.wire.codec",
+}
+_SOURCE = frozenset({
+    "PartStartEvent", "PartDeltaEvent", "PartEndEvent", "TextPart", "ThinkingPart", "ToolCallPart",
+    "TextPartDelta", "ThinkingPartDelta", "ToolCallPartDelta", "ToolResultEvent", "InputEvent", "ExtensionEvent",
+    "ObservationEvent", "RunResult", "Usage", "Failure", "Deferred", "DeferredToolCall", "BinaryContent",
+    "BuiltinToolReturnPart", "CapabilityEvent", "ContentList", "DeferredToolRequestsEvent", "EnqueuedMessagesEvent",
+    "FilePart", "FinalResultEvent", "MediaContent", "MessageHistory", "RetryInfo", "ToolCallEvent", "ToolContent",
+    "UnknownDelta", "UnknownEvent", "UnknownPart",
+})
+
+
+def __getattr__(name: str) -> _Any:
+    import importlib
+
+    where = "harness_agui.source" if name in _SOURCE else _MOVED.get(name)
+    if where is None:
+        raise AttributeError(f"module 'harness_agui' has no attribute {name!r}")
+    _warnings.warn(f"harness_agui.{name} moved to {where}.{name}; the old name goes in the next release",
+                   DeprecationWarning, stacklevel=2)
+    return getattr(importlib.import_module(where), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

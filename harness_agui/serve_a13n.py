@@ -76,6 +76,7 @@ from pydantic import ValidationError
 
 from .a13n import from_a13n, to_a13n
 from .core.errors import HarnessAguiError
+from .core.reduce import CLIENT_MESSAGE_ID, interrupt_id
 from .core.source import (
     DeferredToolCall,
     HarnessEvent,
@@ -102,9 +103,10 @@ __all__ = [
     "CONTEXT_SOURCE_ID",
 ]
 
-AGUI_MESSAGE_ID = "ag_ui_message_id"
+AGUI_MESSAGE_ID = CLIENT_MESSAGE_ID
 """The metadata key under which a user input or a client tool's result carries the id of the client's
-AG-UI message it came from (``InputEvent.metadata``, ``ToolResultEvent.metadata``)."""
+AG-UI message it came from (``InputEvent.metadata``, ``ToolResultEvent.metadata``): the projection does not
+send such a message back (``core.reduce.CLIENT_MESSAGE_ID``)."""
 
 CLIENT_TOOLSET_ID = "ag-ui"
 """The a13n toolset id of the tools a request offers (``RunAgentInput.tools``)."""
@@ -334,9 +336,9 @@ def interrupt_ids(result: RunResult) -> dict[str, tuple[Literal["call", "approva
     if result.deferred is None:
         return out
     for call in result.deferred.calls:
-        out[call.tool_call_id] = ("call", call)
+        out[interrupt_id(call.tool_call_id, "tool_call")] = ("call", call)
     for call in result.deferred.approvals:
-        out[f"{call.tool_call_id}:approval"] = ("approval", call)
+        out[interrupt_id(call.tool_call_id, "tool_approval")] = ("approval", call)
     return out
 
 

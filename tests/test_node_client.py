@@ -151,3 +151,15 @@ def test_a_resumed_run_answers_the_calls_of_the_run_it_resumes_in_one_client_ses
     # The resumed calls were answered, not started again: each call appears once.
     starts = [e.tool_call_id for e in events if e.type.value == "TOOL_CALL_START"]
     assert len(starts) == len(set(starts))
+
+
+@pytest.mark.parametrize("name", ["reused_call_ids", "late_deltas", "structured_output"])
+def test_the_client_holds_every_call_of_these_real_runs_answered(node: str, name: str) -> None:
+    # A server that numbers calls per response, deltas after their part's end, a provider-executed call.
+    lines = (FIXTURES / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
+    events = project([decode(line) for line in lines if line.strip()])
+    out = replay(node, events)
+    assert out["ok"], out.get("error")
+    calls = {c["id"] for m in out["messages"] for c in m.get("toolCalls") or []}
+    answered = {m["toolCallId"] for m in out["messages"] if m["role"] == "tool"}
+    assert calls and calls <= answered, calls - answered

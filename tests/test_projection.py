@@ -46,6 +46,7 @@ from harness_agui import (
     is_fragment,
     reduce,
 )
+from harness_agui.core.reduce import APPROVAL_SCHEMA
 from harness_agui.core.state import MAX_EVENT_BYTES, RunState
 from harness_agui.testing import DEMO_START, SourceBuilder, simulated_run
 
@@ -689,14 +690,15 @@ def test_a_suspended_result_is_run_finished_with_one_interrupt_per_deferred_call
         "type": "interrupt",
         "interrupts": [
             {"id": "c-1", "reason": "tool_call", "message": "Waiting for the result of ask_user", "toolCallId": "c-1",
+             "responseSchema": {"description": "The result of ask_user: any JSON value"},
              "metadata": {"harness": {"tool_call_id": "c-1", "tool_name": "ask_user",
                                       "args": {"question": "Which city?"}, "model_call_id": "c-1"}}},
             {"id": "c-2:approval", "reason": "tool_approval", "message": "Waiting for approval of delete_file",
-             "toolCallId": "c-2",
+             "toolCallId": "c-2", "responseSchema": APPROVAL_SCHEMA,
              "metadata": {"harness": {"tool_call_id": "c-2", "tool_name": "delete_file", "args": '{"path":"/tmp/x"}',
                                       "model_call_id": "c-2"}}},
             {"id": "c-3:approval", "reason": "tool_approval", "message": "Waiting for approval of send_mail",
-             "toolCallId": "c-3",
+             "toolCallId": "c-3", "responseSchema": APPROVAL_SCHEMA,
              "metadata": {"harness": {"tool_call_id": "c-3", "tool_name": "send_mail", "model_call_id": "c-3"}}},
         ],
     })]]
@@ -775,6 +777,7 @@ CLOSES = [
     (RunResult(status="suspended", deferred=Deferred(approvals=(DeferredToolCall(tool_call_id="c", tool_name="f"),))),
      E("RUN_FINISHED", 6, threadId=THREAD, runId=RUN, outcome={"type": "interrupt", "interrupts": [
          {"id": "c:approval", "reason": "tool_approval", "message": "Waiting for approval of f", "toolCallId": "c",
+          "responseSchema": APPROVAL_SCHEMA,
           "metadata": {"harness": {"tool_call_id": "c", "tool_name": "f", "model_call_id": "c"}}}]})),
 ], ids=["completed", "cancelled", "failed", "suspended"])
 def test_parts_still_open_at_the_terminal_item_are_closed_in_index_order_before_the_terminal_event(
@@ -949,3 +952,14 @@ def test_the_projection_of_a_complete_run_passes_ag_ui_validate_without_errors_o
     report = validate_agui([e.model_dump(mode="json", by_alias=True) for e in events])
     problems = [d for d in report.diagnostics if d.severity in ("error", "warning")]
     assert (report.summary.errors, report.summary.warnings, problems) == (0, 0, [])
+
+
+def test_a_host_that_serves_a_run_under_its_clients_ids_names_them_in_run_started_and_run_finished() -> None:
+    b = SourceBuilder().user("hi").request().text(0, ["ok"]).completed("ok")
+    observer = HarnessAguiObserver(client_thread_id="4c1f-uuid", client_run_id="client-run-7")
+    events = wire([e for item in b.items for e in observer.observe(item)])
+    assert (events[0]["threadId"], events[0]["runId"]) == ("4c1f-uuid", "client-run-7")
+    assert (events[-1]["threadId"], events[-1]["runId"]) == ("4c1f-uuid", "client-run-7")
+    assert observer.run_id == RUN  # the state keeps the Harness's ids
+    with pytest.raises(ValueError):
+        HarnessAguiObserver(client_run_id=" ")

@@ -178,3 +178,41 @@ def test_a_host_whose_client_holds_its_user_messages_can_leave_them_out() -> Non
     _valid(events)
     assert not [e for e in events if e.get("role") == "user"]
     assert "hello" not in "".join(json.dumps(e) for e in events)
+
+
+# -- the same rules on real a13n-harness Runs (tests/fixtures/a13n, made by tools/make_a13n_fixtures.py) --------
+
+def _fixture(name: str) -> list[Any]:
+    from pathlib import Path
+
+    from harness_agui.wire.codec import decode
+
+    path = Path(__file__).parent / "fixtures" / "a13n" / f"{name}.jsonl"
+    return [decode(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def test_a_real_run_whose_server_numbers_calls_per_response_answers_every_call() -> None:
+    items = _fixture("reused_call_ids")
+    events = _events(items)
+    _valid(events)
+    _answered(events)
+    starts = [e["toolCallId"] for e in events if e["type"] == "TOOL_CALL_START"]
+    assert len(starts) == 4 == len(set(starts)) and starts[:2] == ["call_0", "call_1"]
+    assert all(s.startswith(("call_0:", "call_1:")) for s in starts[2:])
+
+
+def test_a_real_run_with_deltas_after_their_part_ended_keeps_them_and_its_call_whole() -> None:
+    events = _events(_fixture("late_deltas"))
+    _valid(events)
+    _answered(events)
+    args = "".join(e["delta"] for e in events if e["type"] == "TOOL_CALL_ARGS" and e["toolCallId"] == "call-echo")
+    assert json.loads(args) == {"text": "late"}  # the args that came after the part's end are in the call
+    late = [e["value"]["payload"] for e in events if e["type"] == "CUSTOM" and e["name"] == "harness.part_delta"]
+    assert [p["delta"]["content_delta"] for p in late] == ["streams, I think."]  # reasoning after its end
+
+
+def test_a_real_run_with_a_provider_executed_call_answers_it() -> None:
+    events = _events(_fixture("structured_output"))
+    _answered(events)
+    (result,) = [e for e in events if e["type"] == "TOOL_CALL_RESULT" and e["toolCallId"] == "builtin-search-1"]
+    assert result["metadata"]["harness"]["provider_executed"] is True

@@ -34,7 +34,8 @@ answered on resume; a cancel during a tool, then a new Run on the Thread; a
 failed Run (the model raises); a provider error, exhausted and recovered;
 multimodal tool results and an image input; one subagent, nested subagents and
 a failed child; structured output with a builtin tool call and return, a file
-part and an output-validation retry.
+part and an output-validation retry; tool call ids numbered per response (the
+same id in two responses); deltas that arrive after their part ended.
 """
 
 from __future__ import annotations
@@ -592,6 +593,49 @@ async def structured_output() -> Scenario:
     return Scenario("structured_output", [run], output_type=Weather)
 
 
+async def reused_call_ids() -> Scenario:
+    """An OpenAI-compatible server's numbering: each response numbers its calls from ``call_0``, so the
+    second response calls a tool under an id the first already answered."""
+
+    async def add(a: int, b: int) -> int:
+        """The sum of a and b."""
+        return a + b
+
+    async def respond(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[Any]:
+        responses = seen(messages).responses
+        if responses < 2:
+            for chunk in [*tool_call(0, "add", f'{{"a": {responses}, "b": 1}}', "call_0"),
+                          *tool_call(1, "add", f'{{"a": {responses}, "b": 2}}', "call_1")]:
+                yield chunk
+        else:
+            yield "The sums are 1, 2, 2 and 3."
+
+    agent = build(FunctionModel(stream_function=respond, model_name="fixture-reused-ids"), capabilities=tools(add))
+    return Scenario("reused_call_ids", [await collect(agent.stream("Add some numbers."))])
+
+
+async def late_deltas() -> Scenario:
+    """pydantic-ai ends a part when the next one starts, and still takes deltas for the earlier index: tool args
+    after a thinking part began, and thinking after the text that followed it."""
+
+    async def echo(text: str) -> str:
+        """The text, as given."""
+        return text
+
+    async def respond(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[Any]:
+        if seen(messages).responses == 0:
+            yield {0: DeltaToolCall(name="echo", json_args='{"text": ', tool_call_id="call-echo")}
+            yield {1: DeltaThinkingPart(content="While the call ")}
+            yield {0: DeltaToolCall(json_args='"late"}')}  # args of part 0, after part 1 began
+            yield "Calling echo."
+            yield {1: DeltaThinkingPart(content="streams, I think.")}  # thinking of part 1, after the text
+        else:
+            yield "Echoed."
+
+    agent = build(FunctionModel(stream_function=respond, model_name="fixture-late-deltas"), capabilities=tools(echo))
+    return Scenario("late_deltas", [await collect(agent.stream("Echo something."))])
+
+
 SCENARIOS: dict[str, Callable[[], Awaitable[Scenario]]] = {
     "tools_and_reasoning": tools_and_reasoning,
     "steering": steering,
@@ -606,6 +650,8 @@ SCENARIOS: dict[str, Callable[[], Awaitable[Scenario]]] = {
     "nested_subagents": nested_subagents,
     "failed_child": failed_child,
     "structured_output": structured_output,
+    "reused_call_ids": reused_call_ids,
+    "late_deltas": late_deltas,
 }
 
 

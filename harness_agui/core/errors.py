@@ -1,7 +1,7 @@
 # The library's errors, in one tree.
 #
 #     HarnessAguiError                          everything this library raises on purpose
-#     ├── AguiObservationError                  the observer's contract was broken (SPEC section 5)
+#     ├── AguiObservationError                  the observer's contract was broken
 #     │   ├── HistoryError                      the order of a Run's history, whichever reader found it
 #     │   │   ├── ForeignRunError               an item of another Run or Thread
 #     │   │   │   └── UnknownSubagentError      ... of a subagent Run the stream never announced

@@ -57,7 +57,7 @@ class HarnessAguiObserver:
     observing the live tail.
 
     ``processor(source_item, event) -> event | None`` may rewrite the content
-    of events or drop them; see SPEC section 6.
+    of events or drop them (``core.processor`` states the contract).
 
     ``retain_events=False`` makes a live-only observer: it keeps the
     conversion state but not the emitted events (the Host's delivery log
@@ -67,10 +67,12 @@ class HarnessAguiObserver:
     and ``catch_up()`` (it keeps the conversation's content for that); a
     retained observer always can.
 
-    ``show_hidden``, ``max_event_bytes`` and ``user_messages`` choose how
-    the stream is projected (``core.state.ProjectionOptions``): by default
-    nothing the Harness marks for the model only is published, no event's
-    JSON exceeds 64 KiB, and user inputs become user messages.
+    ``show_hidden``, ``max_event_bytes``, ``user_messages``,
+    ``client_thread_id`` and ``client_run_id`` choose how the stream is
+    projected (``core.state.ProjectionOptions``): by default nothing the
+    Harness marks for the model only is published, no event's JSON exceeds
+    64 KiB, user inputs become user messages, and the Run is named by the
+    Harness's own ids.
 
     State-changing calls must be serialized by the caller; reads (properties,
     ``snapshot()``, ``messages()``, ``catch_up()``, ``checkpoint()``) are
@@ -81,13 +83,15 @@ class HarnessAguiObserver:
 
     def __init__(self, processor: Processor | None = None, *, retain_events: bool = True,
                  track_messages: bool = False, show_hidden: bool = False,
-                 max_event_bytes: int | None = MAX_EVENT_BYTES, user_messages: bool = True) -> None:
+                 max_event_bytes: int | None = MAX_EVENT_BYTES, user_messages: bool = True,
+                 client_thread_id: str | None = None, client_run_id: str | None = None) -> None:
         if processor is not None and not callable(processor):
             raise TypeError(f"processor must be callable, not {type(processor).__name__}")
         if not isinstance(retain_events, bool) or not isinstance(track_messages, bool):
             raise TypeError("retain_events and track_messages must be bools")
         options = ProjectionOptions(show_hidden=show_hidden, max_event_bytes=max_event_bytes,
-                                    user_messages=user_messages)
+                                    user_messages=user_messages, client_thread_id=client_thread_id,
+                                    client_run_id=client_run_id)
         self._processor = processor
         initial = INITIAL_STATE if options == DEFAULT_OPTIONS else INITIAL_STATE._replace(options=options)
         self._initial: ProjectionState = initial if retain_events else initial._replace(

@@ -1,4 +1,4 @@
-# The processor contract (SPEC section 6).
+# The processor contract.
 #
 # A processor sees each AG-UI event built from a record and answers with an
 # event or None. A replacement must be of the same class and keep every field

@@ -91,7 +91,7 @@ Record = tuple[Any, ...]
 class Kind:
     """One AG-UI event class as records carry it: the fields a record holds
     (in order), which of them hold JSON text, and the one content field a
-    processor may rewrite (SPEC section 6). Kinds pickle by name."""
+    processor may rewrite (the processor contract, ``core.processor``). Kinds pickle by name."""
 
     __slots__ = ("cls", "name", "tag", "fields", "json_fields", "content", "unset", "attributed",
                  "_at", "_keys", "_pair", "_optional", "_json_names", "_validate")

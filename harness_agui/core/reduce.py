@@ -69,7 +69,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import attrs
 from ag_ui.core import BaseEvent
@@ -140,12 +140,18 @@ from .state import (
 )
 
 __all__ = ["Processor", "reduce", "advance", "step", "INPUT_CHUNK_CHARS", "CUSTOM_MAX_CHARS",
-           "CUSTOM_FRAGMENT_CHARS", "CUT_OFF"]
+           "CUSTOM_FRAGMENT_CHARS", "CUT_OFF", "interrupt_id", "InterruptReason", "APPROVAL_SCHEMA",
+           "CLIENT_MESSAGE_ID"]
 
 Processor = Callable[[HarnessStreamEvent, BaseEvent], "BaseEvent | None"]
+InterruptReason = Literal["tool_call", "tool_approval"]
 
 INPUT_CHUNK_CHARS = 8192
 """Input text is carried in CUSTOM events of at most this many characters."""
+
+CLIENT_MESSAGE_ID = "ag_ui_message_id"
+"""The metadata key under which an input or a tool result names the AG-UI message a client already holds for
+it (a served client's own user message, or the result of a tool it ran): the projection does not send it back."""
 
 CUT_OFF = "harness_agui.subagent_cut_off"
 """The SUBAGENT_ERROR code of a subagent still running when its parent
@@ -208,7 +214,7 @@ def step(state: ProjectionState, item: HarnessStreamEvent,
     if type(item) is HarnessRunResultEvent:
         return _terminal_step(state, history, item, ts, processor)
     event: HarnessEvent = item  # type: ignore[assignment]  # the terminal item took the branch above
-    out = [] if cursor.thread_id is not None else [ev.run_started(ts, event.thread_id, event.run_id)]
+    out = [] if cursor.thread_id is not None else [_run_started(event, ts, state.options)]
     if state.subagents is not EMPTY_MAP:  # a delegating stream: the item may end a child's delegation first
         state, closed = _delegation_end(state, event, ts)
         run = _run_step(root, history, event, ts, out, state.options)
@@ -353,7 +359,7 @@ def _terminal_step(state: ProjectionState, history: HistoryCursor, item: Harness
     then the root's parts are closed and the run ends."""
     pieces: list[tuple[bool, list[Record]]] = []
     if state.root.history.thread_id is None:
-        pieces.append((True, [ev.run_started(ts, item.thread_id, item.run_id)]))
+        pieces.append((True, [_run_started(item, ts, state.options)]))
     closed: list[Record] = []
     for sub in sorted((s for s in state.subagents.values() if s.running), key=lambda s: (-s.depth, s.order)):
         state = _close_subagent(state, sub.run_id, ts, "cut_off", closed,
@@ -365,7 +371,7 @@ def _terminal_step(state: ProjectionState, history: HistoryCursor, item: Harness
             sub, status="cut_off", pending=())))
     own: list[Record] = []
     run = _run(_close_run(state.root, ts, own), history)
-    own.extend(_terminal(item, ts))
+    own.extend(_terminal(item, ts, state.options))
     state, run, own = _publish(state, run, item.run_id, own, attribute=False)
     pieces.append((True, own))
     return _emit(state._replace(root=run), item, processor, pieces)
@@ -638,6 +644,12 @@ def _run_step(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int
                 return _run(run, history, retired=_without(run.retired, index))
             assert isinstance(final, (TextPart, ThinkingPart, ToolCallPart))  # the first case took the others
             _check_same_part(part, final, item.sequence)
+            if isinstance(final, ToolCallPart) and isinstance(final.args, str) and not _complete_json(final.args):
+                # pydantic-ai ends a call's part when the next part starts, and its last args can still come
+                # as deltas: the call stays open in AG-UI (its args must be whole JSON) until they do, until
+                # the Harness announces the call (with its whole args) or a result, a new request or the end.
+                part = _args_so_far(part, final, ts, parent, out)
+                return _run(run, history, _replace(parts, part), calls=run.calls.set(part.message_id, "ended"))
             calls = _close(part, final, ts, parent, run.calls, out)
             return _run(run, history, _without(parts, index), retired=_replace(run.retired, part), calls=calls)
 
@@ -646,7 +658,10 @@ def _run_step(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int
             status = run.calls.get(call_id)
             content = _visible(payload.content, payload.metadata, options)
             if status == "ended":
-                out.append(_tool_result(call_id, payload.tool_name, payload.outcome, content, payload.retry, ts))
+                run = _end_call(run, call_id, None, ts, out)  # a call still waiting for its last args
+                if not (isinstance(payload.metadata, dict) and payload.metadata.get(CLIENT_MESSAGE_ID) is not None):
+                    out.append(_tool_result(call_id, payload.tool_name, payload.outcome, content, payload.retry, ts))
+                # else the client ran the tool and holds its result message
                 return _run(run, history, calls=run.calls.set(call_id, "answered"))
             if status == "open":
                 raise AguiObservationError(
@@ -658,7 +673,8 @@ def _run_step(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int
         case InputEvent(source=source, content=content, metadata=metadata):
             if not options.show_hidden and metadata is not None and metadata.get("display") is False:
                 pass  # for the model only (the trusted dynamic context, say): the journal keeps it
-            elif source == "user" and not options.user_messages:
+            elif source == "user" and not options.user_messages or metadata is not None and metadata.get(
+                    CLIENT_MESSAGE_ID) is not None:
                 pass  # the client holds its own user messages
             elif isinstance(content, str) and source in _MESSAGE_SOURCES:
                 out.extend(_user_message(item, content, ts))
@@ -685,6 +701,7 @@ def _run_step(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int
             out.extend(_custom(item, ts, "harness.observation"))
 
         case ToolCallEvent(output=output, part=called):
+            run = _end_call(run, run.call_id(called.tool_call_id), called, ts, out)  # whole args, at last
             out.extend(_custom(item, ts, "harness.output_tool_call" if output else "harness.function_tool_call"))
             if not output and run.call_id(called.tool_call_id) not in run.calls:
                 # A call this Run never started: one of an earlier Run, resumed in this one (a resumed Run
@@ -718,6 +735,45 @@ def _run(run: RunState, history: HistoryCursor, parts: tuple[OpenPart, ...] | No
     the ledger fields named in ``ledger`` where they changed."""
     return new_tuple(RunState, (history, run.parts if parts is None else parts,
                                 run.ledger._replace(**ledger) if ledger else run.ledger))
+
+
+def _complete_json(args: str) -> bool:
+    """Whether tool call args text is whole: empty (no args) or a JSON value."""
+    if not args:
+        return True
+    try:
+        _json.loads(args)
+    except ValueError:
+        return False
+    return True
+
+
+def _args_so_far(part: OpenPart, final: ToolCallPart, ts: int, parent: str | None, out: list[Record]) -> OpenPart:
+    """The end of a tool call's part whose args are not whole yet: its START if
+    it had none, and what ``final`` holds beyond what was streamed; the call
+    stays open."""
+    if not part.started:
+        part = _start_tool_call(part._replace(tool_name=final.tool_name), ts, parent, out)
+    args = final.args
+    assert isinstance(args, str)
+    if len(args) > part.streamed:
+        out.append(ev.tool_call_args(ts, part.message_id, args[part.streamed:]))
+        part = part_streamed(part, len(args))
+    return part
+
+
+def _end_call(run: RunState, call_id: str, final: ToolCallPart | None, ts: int, out: list[Record]) -> RunState:
+    """``run`` with the call ``call_id`` ended, if its part is still open
+    after its part end (its args were not whole): the args ``final`` holds
+    beyond what was streamed, then TOOL_CALL_END. ``run`` itself otherwise."""
+    if run.calls.get(call_id) != "ended":
+        return run
+    for part in run.parts:
+        if part.message_id == call_id and part.kind == "tool_call":
+            calls = _close(part, final, ts, run.parent_message_id, run.calls, out)
+            return _run(run, run.history, _without(run.parts, part.index), retired=_replace(run.retired, part),
+                        calls=calls)
+    return run
 
 
 def _close_run(run: RunState, ts: int, out: list[Record]) -> RunState:
@@ -1045,17 +1101,40 @@ def _usage(result: RunResult) -> str | None:
     return _json.dumps([entry]) if entry else None
 
 
+def interrupt_id(tool_call_id: str, reason: InterruptReason) -> str:
+    """The id of the interrupt a suspended Run gives a deferred call (reason
+    ``"tool_call"``: the call's own id, whose answer is its result) or an
+    approval (``"tool_approval"``: ``<tool_call_id>:approval``): what a
+    client's ``resume[]`` entry names."""
+    return tool_call_id if reason == "tool_call" else f"{tool_call_id}:approval"
+
+
+APPROVAL_SCHEMA: dict[str, Any] = {
+    "oneOf": [
+        {"type": "boolean", "description": "true approves the call, false denies it"},
+        {"type": "object", "properties": {"approved": {"type": "boolean"}, "reason": {"type": "string"}},
+         "required": ["approved"], "additionalProperties": False},
+    ],
+}
+"""The ``responseSchema`` of an approval interrupt: true or false, or ``{"approved", "reason"}``."""
+
+
 def _interrupts(result: RunResult) -> list[dict[str, Any]]:
     assert result.deferred is not None
     out = []
-    for reason, verb, calls in (("tool_call", "the result of", result.deferred.calls),
-                                ("tool_approval", "approval of", result.deferred.approvals)):
+    waits: tuple[tuple[InterruptReason, str, tuple[DeferredToolCall, ...]], ...] = (
+        ("tool_call", "the result of", result.deferred.calls),
+        ("tool_approval", "approval of", result.deferred.approvals))
+    for reason, verb, calls in waits:
         for call in calls:
+            schema = APPROVAL_SCHEMA if reason == "tool_approval" else {
+                "description": f"The result of {call.tool_name}: any JSON value"}
             out.append({
-                "id": call.tool_call_id if reason == "tool_call" else f"{call.tool_call_id}:approval",
+                "id": interrupt_id(call.tool_call_id, reason),
                 "reason": reason,
                 "message": f"Waiting for {verb} {call.tool_name}",
                 "toolCallId": call.tool_call_id,
+                "responseSchema": schema,
                 "metadata": {"harness": _deferred_metadata(call, result.deferred.metadata)},
             })
     return out
@@ -1073,7 +1152,11 @@ def _deferred_metadata(call: DeferredToolCall, metadata: dict[str, Any] | None) 
     return out
 
 
-def _terminal(item: HarnessRunResultEvent, ts: int) -> list[Record]:
+def _run_started(item: HarnessStreamEvent, ts: int, options: ProjectionOptions) -> Record:
+    return ev.run_started(ts, options.client_thread_id or item.thread_id, options.client_run_id or item.run_id)
+
+
+def _terminal(item: HarnessRunResultEvent, ts: int, options: ProjectionOptions) -> list[Record]:
     result = item.result
     usage = _usage(result)
     status = result.status
@@ -1092,4 +1175,5 @@ def _terminal(item: HarnessRunResultEvent, ts: int) -> list[Record]:
         outcome = {"type": "interrupt", "interrupts": _interrupts(result)}
     else:
         outcome = {"type": "cancelled"}
-    return [ev.run_finished(ts, item.thread_id, item.run_id, output, _json.dumps(outcome), usage)]
+    return [ev.run_finished(ts, options.client_thread_id or item.thread_id, options.client_run_id or item.run_id,
+                            output, _json.dumps(outcome), usage)]

@@ -108,6 +108,13 @@ def _max_event_bytes(inst: object, attribute: attrs.Attribute, value: object) ->
         raise ValueError(f"max_event_bytes must be at least 1024 (an event's fixed fields need room), not {value}")
 
 
+def _client_id(inst: object, attribute: attrs.Attribute, value: object) -> None:
+    if type(value) is not str:
+        raise TypeError(f"{attribute.name} must be a str or None, not {type(value).__name__}")
+    if not value.strip():
+        raise ValueError(f"{attribute.name} must not be blank")
+
+
 @attrs.frozen
 class ProjectionOptions:
     """How a stream is projected, fixed for an observer's life (a checkpoint
@@ -123,11 +130,18 @@ class ProjectionOptions:
     ``user_messages``: whether a user input of the root Run becomes a user
     text message (a Host whose client already holds its own user messages may
     turn it off: the input then emits nothing).
+    ``client_thread_id`` and ``client_run_id``: the Thread and Run that
+    RUN_STARTED and RUN_FINISHED name, when a Host's clients know the Run by
+    other ids than the Harness gave it (a served a13n-harness Run is the
+    request's); None: the root Run's own. Everything else (CUSTOM correlation,
+    generated message ids) keeps the Harness's ids.
     """
 
     show_hidden: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
     max_event_bytes: int | None = attrs.field(default=MAX_EVENT_BYTES, validator=_max_event_bytes)
     user_messages: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
+    client_thread_id: str | None = attrs.field(default=None, validator=attrs.validators.optional(_client_id))
+    client_run_id: str | None = attrs.field(default=None, validator=attrs.validators.optional(_client_id))
 
 
 DEFAULT_OPTIONS = ProjectionOptions()

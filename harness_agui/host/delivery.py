@@ -55,7 +55,7 @@
 #     again and the append happens then (a second delivery is a no-op).
 #   - between 1 and 2: the item is journaled, its events are not recorded;
 #     the tail yields it again (its sequence is after the delivery cursor),
-#     the events are derived again (replay-stable, SPEC section 6, so they
+#     the events are derived again (replay-stable, by the processor contract, so they
 #     are the same events) and get their ids then. No client saw them before.
 #   - after 2 commits: the prefix holds the item; it is never recorded twice
 #     (``record`` refuses anything but the item after the cursor: it runs the

@@ -38,3 +38,14 @@ def __getattr__(name: str) -> Any:
         return getattr(strategies, name)
     except AttributeError:
         raise AttributeError(f"module 'harness_agui.testing' has no attribute {name!r}") from None
+
+
+def __dir__() -> list[str]:
+    """The names served here, the lazily loaded strategies' included (they need hypothesis to be used, not to
+    be listed)."""
+    names = set(__all__) | _DELEGATION
+    try:
+        names |= set(importlib.import_module(f"{__name__}.strategies").__all__)
+    except ImportError:
+        pass
+    return sorted(names)
