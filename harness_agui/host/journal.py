@@ -212,6 +212,11 @@ class SqliteSourceJournal:
         """Whether the journal was opened with ``read_only=True``."""
         return self._db.read_only
 
+    @property
+    def synchronous(self) -> str:
+        """SQLite's durability level the journal writes with (``FULL``, ``NORMAL``, ...)."""
+        return self._db.synchronous
+
     # -- writing -----------------------------------------------------------------
 
     def append(self, item: HarnessStreamEvent, *, root_run_id: str | None = None) -> bool:
