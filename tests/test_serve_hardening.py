@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from test_serve import Server, free_port, frames, run_input, scripted_server, servers  # noqa: F401
+from test_serve import Server, frames, free_port, run_input, scripted_server, servers  # noqa: F401
 
 MAX_ID_LENGTH = 512  # harness_agui.serve.MAX_ID_LENGTH, spelt out so the test reads the same before and after
 

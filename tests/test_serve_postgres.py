@@ -4,13 +4,31 @@ once and in order, with the ids the first one streamed."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
 
 import httpx
 from pg_server import fresh_database
-from test_serve import RUN, THREAD, Server, events_url, frames, free_port, projection, run_input
+from test_serve import (
+    RUN,
+    THREAD,
+    Server,
+    events_url,
+    frames,
+    free_port,
+    projection,
+    run_input,
+)
+from test_serve_hardening import _race
+
+
+def scripted(database: str, log: Path, *arguments: str) -> Server:
+    """tests/serve_host.py (a scripted Harness) on ``database``, at a free port."""
+    port = free_port()
+    return Server([sys.executable, str(Path(__file__).parent / "serve_host.py"), database, str(port), *arguments],
+                  port, log)
 
 
 def demo_server(database: str, port: int, log: Path) -> Server:
@@ -68,3 +86,36 @@ def test_a_server_killed_mid_run_is_taken_over_by_the_other_and_a_client_reconne
     assert [f["data"] for f in everything] == projection()
     assert [int(f["id"].split(".")[0]) for f in everything] == list(range(1, len(everything) + 1))
     assert json.loads(rest[-1]["data"])["type"] == "RUN_FINISHED"
+
+
+def test_ids_postgresql_cannot_store_are_refused_with_422_as_on_sqlite(tmp_path: Path) -> None:
+    database = fresh_database("nul")
+    server = scripted(database, tmp_path / "server.log", "paced", "--items", "3", "--pace", "0")
+    try:
+        with httpx.Client(timeout=10) as client:
+            for thread_id, run_id in (("thread\x00nul", "run-nul-1"), ("thread-nul", "run\x00nul")):
+                answer = client.post(f"{server.base}/runs", content=json.dumps(run_input(thread_id, run_id)),
+                                     headers={"Content-Type": "application/json"})
+                assert answer.status_code == 422 and answer.json()["error"] == "bad_id"
+            assert client.get(f"{server.base}/threads/t/runs/run%00nul/events").status_code == 422
+            with client.stream("POST", f"{server.base}/runs", json=run_input("thread-ok", "run-ok")) as response:
+                assert json.loads([f for f in frames(response) if "data" in f][-1]["data"])["type"] == "RUN_FINISHED"
+    finally:
+        server.kill()
+
+
+def test_one_run_id_posted_to_two_servers_under_two_threads_at_once_gives_one_run_and_one_409(
+        tmp_path: Path) -> None:
+    database = fresh_database("race")
+    one = scripted(database, tmp_path / "one.log", "paced", "--items", "5", "--pace", "0")
+    two = scripted(database, tmp_path / "two.log", "paced", "--items", "5", "--pace", "0")
+    try:
+        for trial in range(10):
+            outcomes = asyncio.run(_race(one.base, two.base, f"run-race-{trial}"))
+            assert sorted(status for status, _ in outcomes) == [200, 409], outcomes
+            (events,) = [events for status, events in outcomes if status == 200]
+            assert len({e["threadId"] for e in events if "threadId" in e}) == 1
+            assert events[-1]["type"] == "RUN_FINISHED"
+    finally:
+        one.kill()
+        two.kill()
