@@ -12,6 +12,14 @@ of a worker that died. ``TemporaryPostgres`` starts a throwaway server for
 tests and benchmarks. Needs ``psycopg`` 3 and ``psycopg_pool``.
 """
 
+try:
+    import psycopg  # noqa: F401
+    import psycopg_pool  # noqa: F401
+except ImportError as e:
+    raise ImportError("harness_agui.host.postgres needs psycopg 3 and psycopg_pool: pip install "
+                      "'harness-agui[postgres]'") from e
+
+from .bindings import PostgresRunBindings
 from .delivery import FencedDeliveryLog, PostgresDeliveryLog
 from .journal import PostgresSourceJournal
 from .lease import Lease, LeaseLostError, PostgresLeases
@@ -22,6 +30,7 @@ __all__ = [
     "PostgresSourceJournal",
     "PostgresDeliveryLog",
     "FencedDeliveryLog",
+    "PostgresRunBindings",
     "PostgresLeases",
     "Lease",
     "LeaseLostError",
