@@ -16,26 +16,20 @@ What the scripted model does with the latest user message:
 and once the tools answered, it sums their results up. ``weather`` returns, besides its value, a note for
 the model only (``display: false``): the projection never shows it to a client.
 
-Importing this module needs a13n-harness (``pip install 'harness-agui[a13n]'``).
+The module imports without a13n-harness; ``agent`` (and ``researcher``) are built on first use, which
+needs it (``pip install 'harness-agui[a13n]'``, Python 3.13): ImportError otherwise.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 from collections.abc import AsyncIterator
 from typing import Any
 
-from a13n_harness import AgentDefinition, AgentSpec, HarnessBuilder, SubagentDefinition
-from a13n_harness.capabilities import SubagentCapability
-from a13n_harness.tools.client import CLIENT_TOOL_MARKER_KEY, ClientToolsCapability, ClientToolsSpec
-from pydantic_ai import TextContent, Tool, ToolReturn
-from pydantic_ai.capabilities import Capability
-from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart, UserPromptPart
-from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
-
-__all__ = ["agent", "researcher", "weather", "deploy", "MODEL_NOTE", "ESSAY_TOKENS", "ESSAY_PACE"]
+__all__ = ["weather", "deploy", "MODEL_NOTE", "ESSAY_TOKENS", "ESSAY_PACE"]  # and agent, researcher: see below
 
 MODEL_NOTE = "Forecast source: internal ensemble run 7f3a, for the model only."
 """The supplement ``weather`` returns for the model only (``display: false``)."""
@@ -47,8 +41,10 @@ ESSAY_PACE = 0.05
 
 # -- the tools ------------------------------------------------------------------------------------
 
-async def weather(city: str) -> ToolReturn:
+async def weather(city: str) -> Any:
     """Tomorrow's weather in a city."""
+    from pydantic_ai import TextContent, ToolReturn
+
     return ToolReturn(return_value={"city": city, "temp_c": 18, "sky": "light rain"},
                       content=[TextContent(MODEL_NOTE, metadata={"display": False})])
 
@@ -60,9 +56,11 @@ async def deploy(env: str) -> str:
 
 # -- the scripted models --------------------------------------------------------------------------
 
-def said(messages: list[ModelMessage]) -> str:
+def said(messages: list[Any]) -> str:
     """The text of the user's latest input (a13n-harness sends it as a list of content parts, and its
     own context blocks as plain strings)."""
+    from pydantic_ai.messages import ModelRequest, UserPromptPart
+
     for message in reversed(messages):
         if isinstance(message, ModelRequest):
             for part in message.parts:
@@ -77,7 +75,11 @@ def args_for(schema: dict[str, Any], text: str) -> str:
     return json.dumps({name: text for name, spec in properties.items() if (spec or {}).get("type") == "string"})
 
 
-async def assistant(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[Any]:
+async def assistant(messages: list[Any], info: Any) -> AsyncIterator[Any]:
+    from a13n_harness.tools.client import CLIENT_TOOL_MARKER_KEY
+    from pydantic_ai.messages import ModelRequest, ToolReturnPart
+    from pydantic_ai.models.function import DeltaToolCall
+
     last = messages[-1]
     results = [p for p in last.parts if isinstance(p, ToolReturnPart)] if isinstance(last, ModelRequest) else []
     if results:
@@ -114,23 +116,45 @@ async def assistant(messages: list[ModelMessage], info: AgentInfo) -> AsyncItera
                                 json_args=f'{{"subagent": "researcher", "prompt": "One fact about {city}"}}')}
 
 
-async def researcher_model(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[Any]:
+async def researcher_model(messages: list[Any], info: Any) -> AsyncIterator[Any]:
     yield "Its old town has covered passageways, "
     yield "the traboules."
 
 
 # -- the agent --------------------------------------------------------------------------------------
 
-researcher = AgentDefinition(agent=AgentSpec(), output_type=str,
-                             model=FunctionModel(stream_function=researcher_model, model_name="demo-researcher"))
+@functools.cache
+def _built() -> tuple[Any, Any]:
+    """(the agent, the researcher's definition), built once; ImportError naming the extra without it."""
+    try:
+        from a13n_harness import AgentDefinition, AgentSpec, HarnessBuilder, SubagentDefinition
+        from a13n_harness.capabilities import SubagentCapability
+        from a13n_harness.tools.client import ClientToolsCapability, ClientToolsSpec
+        from pydantic_ai import Tool
+        from pydantic_ai.capabilities import Capability
+        from pydantic_ai.models.function import FunctionModel
+    except ImportError as e:
+        raise ImportError("the a13n-harness demo agent needs a13n-harness (Python 3.13): "
+                          "pip install 'harness-agui[a13n]'") from e
+    researcher = AgentDefinition(agent=AgentSpec(), output_type=str,
+                                 model=FunctionModel(stream_function=researcher_model, model_name="demo-researcher"))
+    agent = HarnessBuilder().build(AgentDefinition(
+        agent=AgentSpec(), output_type=str,
+        model=FunctionModel(stream_function=assistant, model_name="demo-assistant"),
+        capabilities=(
+            Capability(id="demo-tools", tools=[weather, Tool(deploy, requires_approval=True)]),
+            SubagentCapability(),
+            ClientToolsCapability(spec=ClientToolsSpec(allow_run_override=True)),  # the client's tools
+        ),
+        subagents=(SubagentDefinition(name="researcher", description="Finds facts about places.",
+                                      agent=researcher),),
+    ))
+    return agent, researcher
 
-agent = HarnessBuilder().build(AgentDefinition(
-    agent=AgentSpec(), output_type=str,
-    model=FunctionModel(stream_function=assistant, model_name="demo-assistant"),
-    capabilities=(
-        Capability(id="demo-tools", tools=[weather, Tool(deploy, requires_approval=True)]),
-        SubagentCapability(),
-        ClientToolsCapability(spec=ClientToolsSpec(allow_run_override=True)),  # the client's tools
-    ),
-    subagents=(SubagentDefinition(name="researcher", description="Finds facts about places.", agent=researcher),),
-))
+
+def __getattr__(name: str) -> Any:
+    if name == "agent":
+        return _built()[0]
+    if name == "researcher":
+        return _built()[1]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

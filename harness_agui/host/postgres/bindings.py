@@ -6,9 +6,9 @@
 #
 # ``bind`` is one INSERT ... ON CONFLICT DO NOTHING: of two servers binding
 # one wire run id at once, PostgreSQL lets one insert and the other finds its
-# row, so the id is reserved atomically across servers. The table is created
-# with the delivery log's (``delivery.SCHEMA``), so a Worker's query for
-# Runs bound by a server that died before their first item can rely on it.
+# row, so the id is reserved atomically across servers. The table
+# (``tables.py``) is created with the delivery log's too, so a Worker's query
+# for Runs bound by a server that died before their first item can rely on it.
 
 from __future__ import annotations
 
@@ -16,16 +16,12 @@ from typing import Any
 
 from ..bindings import WireRun, check_binding, conflict
 from ._pg import Database
+from .delivery import RUNS as DELIVERY_RUNS
+from .journal import RUNS as JOURNAL_RUNS
+from .tables import BINDINGS, BINDINGS_COLUMNS, BINDINGS_SCHEMA
 
-__all__ = ["PostgresRunBindings", "BINDINGS", "BINDINGS_SCHEMA"]
+__all__ = ["PostgresRunBindings"]
 
-BINDINGS = "harness_wire_runs"
-BINDINGS_SCHEMA = (
-    f"""CREATE TABLE IF NOT EXISTS {BINDINGS} (
-        wire_run_id text PRIMARY KEY, wire_thread_id text NOT NULL, source_run_id text NOT NULL UNIQUE,
-        source_thread_id text NOT NULL, ord bigint GENERATED ALWAYS AS IDENTITY)""",
-)
-_COLUMNS = {BINDINGS: ("wire_run_id", "wire_thread_id", "source_run_id", "source_thread_id", "ord")}
 _SELECT = f"SELECT wire_thread_id, wire_run_id, source_thread_id, source_run_id FROM {BINDINGS}"
 
 
@@ -35,7 +31,7 @@ class PostgresRunBindings:
     ``url``, ``read_only``, ``pool_size`` and ``timeout`` are as for ``PostgresSourceJournal``."""
 
     def __init__(self, url: str, *, read_only: bool = False, pool_size: int = 2, timeout: float = 30.0) -> None:
-        self._db = Database(url, schema=BINDINGS_SCHEMA, tables=_COLUMNS, read_only=read_only, min_size=1,
+        self._db = Database(url, schema=BINDINGS_SCHEMA, tables=BINDINGS_COLUMNS, read_only=read_only, min_size=1,
                             max_size=pool_size, timeout=timeout, recheck=30.0)
 
     @property
@@ -74,9 +70,6 @@ class PostgresRunBindings:
 
     def unjournaled(self) -> tuple[WireRun, ...]:
         """The bindings whose Run has neither an item in the journal nor a delivery row, oldest first."""
-        from .delivery import RUNS as DELIVERY_RUNS
-        from .journal import RUNS as JOURNAL_RUNS
-
         with self._db.read() as conn:
             rows = conn.execute(
                 f"{_SELECT} w WHERE NOT EXISTS (SELECT 1 FROM {JOURNAL_RUNS} r WHERE r.run_id = w.source_run_id) "

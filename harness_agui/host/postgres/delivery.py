@@ -57,8 +57,8 @@ from ..delivery import (
 )
 from ..errors import DamagedStoreError, UnknownEventIdError
 from ._pg import DELIVERY_CHANNEL, LOCK_DELIVERY, Database, notify_key
-from .bindings import BINDINGS_SCHEMA
 from .lease import LEASE_SCHEMA, LEASES, Lease, LeaseLostError
+from .tables import BINDINGS_SCHEMA
 
 __all__ = ["PostgresDeliveryLog", "FencedDeliveryLog"]
 

@@ -36,12 +36,12 @@ from ..delivery import Delivery
 from ..errors import ProjectorConflictError
 from ..projector import project_run
 from ._pg import LOCK_WORKER, STREAMS_CHANNEL
-from .bindings import BINDINGS
 from .delivery import RUNS as DELIVERY_RUNS
 from .delivery import FencedDeliveryLog, PostgresDeliveryLog
 from .journal import RUNS as JOURNAL_RUNS
 from .journal import PostgresSourceJournal
 from .lease import LEASES, Lease, LeaseLostError, PostgresLeases
+from .tables import BINDINGS
 
 __all__ = ["Worker"]
 
