@@ -220,3 +220,21 @@ def test_importing_the_postgresql_kit_without_its_extra_says_what_to_install() -
     assert done.stderr.strip().splitlines()[-1] == (
         "ImportError: harness_agui.host.postgres needs psycopg 3 and psycopg_pool: pip install "
         "'harness-agui[postgres]'")
+
+
+def test_temporary_postgres_moved_to_testing_and_its_old_name_still_works_with_a_warning() -> None:
+    import warnings
+
+    import harness_agui.host.postgres as kit
+    from harness_agui.testing import postgres as moved
+
+    for name in ("TemporaryPostgres", "PostgresNotFoundError"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert getattr(kit, name) is getattr(moved, name)
+        assert [w.category for w in caught] == [DeprecationWarning]
+        assert f"harness_agui.testing.postgres.{name}" in str(caught[0].message)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        from harness_agui.host.postgres.server import TemporaryPostgres
+    assert TemporaryPostgres is moved.TemporaryPostgres and caught[0].category is DeprecationWarning

@@ -179,12 +179,17 @@ def test_every_dynamic_import_in_the_package_names_its_module() -> None:
     assert not unknown, unknown
 
 
+# Edges kept for one release only, to serve a name from where it used to be (with a DeprecationWarning):
+# TemporaryPostgres moved from host.postgres to testing.postgres.
+DEPRECATED_EDGES = {("harness_agui.host.postgres.server", "harness_agui.testing.postgres")}
+
+
 @pytest.mark.parametrize("layer", sorted(ALLOWED))
 def test_each_layer_imports_only_the_layers_below_it(layer: str) -> None:
     wrong = sorted(
         f"{module} imports {target}"
         for module, targets in GRAPH.items() if _layer(module) == layer
-        for target in targets if _layer(target) not in ALLOWED[layer]
+        for target in targets if _layer(target) not in ALLOWED[layer] and (module, target) not in DEPRECATED_EDGES
     )
     assert not wrong, wrong
 
