@@ -363,8 +363,9 @@ class SqliteSourceJournal:
         assert root is not None
         position = root.last_position + 1
         conn.execute(f"DELETE FROM {ITEMS.name} WHERE run_id = ? AND position = ?", (run_id, self._first))
+        conn.execute(f"DELETE FROM {HEADS.name} WHERE run_id = ?", (run_id,))
         conn.execute(ITEMS.insert, ITEMS.sealed((root_id, position, item_run, seq, thread_id, terminal, line)))
-        conn.execute(HEADS_UPSERT, HEADS.sealed((run_id, root_id, thread_id, seq, terminal, position)))
+        conn.execute(HEADS.insert, HEADS.sealed((run_id, root_id, thread_id, seq, terminal, position)))
         conn.execute(HEADS_UPSERT, HEADS.sealed((root_id, root_id, root.thread_id, root.last_sequence,
                                                  int(root.terminal), position)))
 
