@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -199,3 +200,37 @@ def test_a_post_authorize_refuses_gets_403_before_any_event_and_a_preflight_from
     assert preflight.headers["access-control-allow-origin"] == "https://app.example"
     with SqliteSourceJournal(tmp_path / "host.db", read_only=True) as journal:
         assert journal.runs() == ()
+
+
+def test_the_readme_app_serves_an_a13n_harness_agent_in_under_15_lines_under_uvicorn(tmp_path: Path) -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("## Serve an a13n-harness agent\n")
+    (code,) = re.findall(r"```python\n(.*?)```", text[start:text.index("\n### ", start)], flags=re.DOTALL)
+    assert len(code.strip().splitlines()) < 15
+    (tmp_path / "app.py").write_text(code, encoding="utf-8")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "uvicorn", "app:app", "--port", str(port)], cwd=tmp_path,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    body = {"threadId": str(uuid.uuid4()), "runId": "r-1", "state": {}, "tools": [], "context": [],
+            "forwardedProps": {}, "messages": [{"id": "u-1", "role": "user", "content": "Hi!"}]}
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with httpx.Client(timeout=60) as client:
+                    answer = client.post(f"http://127.0.0.1:{port}/runs", json=body,
+                                         headers={"Origin": "http://localhost:5173"})
+                break
+            except httpx.ConnectError:
+                assert server.poll() is None and time.monotonic() < deadline, server.stderr and server.stderr.read()
+                time.sleep(0.2)
+    finally:
+        server.terminate()
+        server.wait(30)
+    events = [json.loads(line[6:]) for line in answer.text.splitlines() if line.startswith("data: ")]
+    assert answer.headers["access-control-allow-origin"] == "http://localhost:5173"
+    assert (events[0]["type"], events[0]["threadId"], events[0]["runId"]) == ("RUN_STARTED", body["threadId"], "r-1")
+    assert events[-1]["type"] == "RUN_FINISHED" and events[-1]["result"] == "Hello from a13n-harness."
+    assert (tmp_path / "host.db").exists()
