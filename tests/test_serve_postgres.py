@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -119,3 +120,31 @@ def test_one_run_id_posted_to_two_servers_under_two_threads_at_once_gives_one_ru
     finally:
         one.kill()
         two.kill()
+
+
+def test_runs_events_and_export_read_a_postgresql_database_by_its_url(tmp_path: Path) -> None:
+    database = fresh_database("cli")
+    server = scripted(database, tmp_path / "server.log", "paced", "--items", "5", "--pace", "0")
+    try:
+        with httpx.Client(timeout=10) as client, \
+                client.stream("POST", f"{server.base}/runs", json=run_input("thread-cli", "run-cli")) as response:
+            sent = [f for f in frames(response) if "data" in f]
+    finally:
+        server.kill()
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "harness_agui", *args], capture_output=True, text=True,
+                              timeout=60)
+
+    runs = cli("runs", database)
+    assert runs.returncode == 0, runs.stderr
+    assert runs.stdout.splitlines()[1].split() == ["run-cli", "thread-cli", "run-cli", "thread-cli", "10",
+                                                   str(len(sent)), "finished"]
+    events = cli("events", database, "--run", "run-cli")
+    assert events.returncode == 0, events.stderr
+    assert events.stdout == "".join(f"id: {f['id']}\ndata: {f['data']}\n\n" for f in sent)
+    exported = cli("export", database)
+    assert exported.returncode == 0, exported.stderr
+    replayed = subprocess.run([sys.executable, "-m", "harness_agui", "replay", "-"], input=exported.stdout,
+                              capture_output=True, text=True, timeout=60)
+    assert replayed.stdout.splitlines() == [f["data"] for f in sent]
