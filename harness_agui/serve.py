@@ -299,7 +299,7 @@ class AguiServer:
             if target is not None and is_postgres_url(target):
                 from .host.postgres import PostgresLeases as Leases
 
-                leases = Leases(os.fspath(target), ttl=lease_ttl, pool_size=8)
+                leases = Leases(os.fspath(target), ttl=lease_ttl)
             self.supervisor = RunSupervisor(
                 self.stores, processor=processor, reattach=reattach, group_commit=group_commit, leases=leases,
                 scan_interval=max(poll_interval, 0.2), poll_interval=poll_interval, catch_up_after=catch_up_after,
@@ -320,6 +320,11 @@ class AguiServer:
         self._max_body = max_body_bytes
         self._retry = sse_retry(retry).encode()
         self._locks: dict[str, tuple[asyncio.Lock, list[int]]] = {}
+        self._thread_locks: Any = None
+        if leases is not None:
+            from .host.postgres.locks import ThreadLocks
+
+            self._thread_locks = ThreadLocks(os.fspath(target))  # type: ignore[arg-type]
         self._known: collections.OrderedDict[str, WireRun] = collections.OrderedDict()
         middleware = []
         if cors_origins is not None:
@@ -376,6 +381,8 @@ class AguiServer:
     async def stop(self) -> None:
         """Stop the drivers (the stores stay whole) and close the stores opened here."""
         await self.supervisor.stop()
+        if self._thread_locks is not None:
+            await self._thread_locks.close()
         self.stores.close()
         if self._owned:
             self.journal.close()
@@ -613,7 +620,7 @@ class AguiServer:
     @contextlib.asynccontextmanager
     async def _thread_lock(self, thread_id: str) -> AsyncIterator[None]:
         # One start at a time per Thread: an asyncio lock here, and on PostgreSQL the Thread's lock in the
-        # database too (``PostgresLeases.thread_lock``), held until the new Run is registered.
+        # database too (``host.postgres.locks``), held until the new Run is registered.
         entry = self._locks.get(thread_id)
         if entry is None:
             entry = self._locks[thread_id] = (asyncio.Lock(), [0])
@@ -621,10 +628,10 @@ class AguiServer:
         users[0] += 1
         try:
             async with lock:
-                if self._leases is None:
+                if self._thread_locks is None:
                     yield
                 else:
-                    async with _database_lock(self._leases, thread_id):
+                    async with self._thread_locks.hold(thread_id):
                         yield
         finally:
             users[0] -= 1
@@ -651,27 +658,6 @@ class AguiServer:
         finally:
             if not ended and on_disconnect is not None:
                 on_disconnect()
-
-
-@contextlib.asynccontextmanager
-async def _database_lock(leases: PostgresLeases, key: str) -> AsyncIterator[None]:
-    # ``leases.thread_lock(key)`` entered and left in worker threads; a cancellation while it is being taken
-    # lets it be taken, then leaves it, so that no session keeps it.
-    held = leases.thread_lock(key)
-    entering = asyncio.ensure_future(asyncio.to_thread(held.__enter__))
-    try:
-        await asyncio.shield(entering)
-    except asyncio.CancelledError:
-        def leave(done: asyncio.Future[Any]) -> None:
-            if not done.cancelled() and done.exception() is None:
-                asyncio.get_running_loop().run_in_executor(None, held.__exit__, None, None, None)
-
-        entering.add_done_callback(leave)
-        raise
-    try:
-        yield
-    finally:
-        await asyncio.to_thread(held.__exit__, None, None, None)
 
 
 def create_app(runner: Runner | RunnerCallable, **options: Any) -> Starlette:

@@ -148,3 +148,23 @@ def test_runs_events_and_export_read_a_postgresql_database_by_its_url(tmp_path: 
     replayed = subprocess.run([sys.executable, "-m", "harness_agui", "replay", "-"], input=exported.stdout,
                               capture_output=True, text=True, timeout=60)
     assert replayed.stdout.splitlines() == [f["data"] for f in sent]
+
+
+def test_forty_runs_started_at_once_on_forty_threads_all_finish(tmp_path: Path) -> None:
+    database = fresh_database("many")
+    server = scripted(database, tmp_path / "server.log", "paced", "--items", "5", "--pace", "0.01")
+
+    async def start_all() -> list[str]:
+        async with httpx.AsyncClient(timeout=60) as client:
+            async def one(n: int) -> str:
+                async with client.stream("POST", f"{server.base}/runs",
+                                         json=run_input(f"thread-{n}", f"run-{n}")) as response:
+                    lines = [line async for line in response.aiter_lines() if line.startswith("data: ")]
+                return str(json.loads(lines[-1][6:])["type"])
+
+            return await asyncio.gather(*(one(n) for n in range(40)))
+
+    try:
+        assert asyncio.run(asyncio.wait_for(start_all(), 120)) == ["RUN_FINISHED"] * 40
+    finally:
+        server.kill()

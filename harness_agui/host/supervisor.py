@@ -412,14 +412,15 @@ class RunSupervisor:
         worker = self._worker
         leases = self.leases
         assert worker is not None and leases is not None
+        async def attempt() -> bool:
+            lease = await asyncio.to_thread(leases.acquire, run.run_id)
+            run.registered.set()  # the lease is taken (or another server holds it): the server may go on
+            return lease is not None and await worker.project_leased(lease)
+
         try:
             # A database out of reach for a moment (a restart, sessions ended) is waited out; the Run's
             # Harness stream, once taken by the driver, continues through ``reattach``.
-            lease = await RECONNECT.call_async(lambda: asyncio.to_thread(leases.acquire, run.run_id),
-                                               self.stores.lost)
-            run.registered.set()
-            if lease is not None:
-                await RECONNECT.call_async(lambda: worker.project_leased(lease), self.stores.lost)
+            await RECONNECT.call_async(attempt, self.stores.lost)
         except asyncio.CancelledError:
             raise
         except Exception:

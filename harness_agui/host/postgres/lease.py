@@ -44,14 +44,13 @@ import contextlib
 import random
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import attrs
 import psycopg
 
 from ..errors import ProjectorConflictError
-from ._pg import LOCK_THREAD, LOCK_WORKER, Database
+from ._pg import LOCK_WORKER, Database
 
 __all__ = ["Lease", "LeaseLostError", "PostgresLeases"]
 
@@ -221,18 +220,6 @@ class PostgresLeases:
         with self._db.connection() as conn:
             rows = conn.execute(f"SELECT run_id FROM {LEASES} WHERE expires_at >= clock_timestamp()").fetchall()
         return frozenset(r[0] for r in rows)
-
-    @contextlib.contextmanager
-    def thread_lock(self, key: str) -> Iterator[None]:
-        """Hold the database-wide lock named ``key`` (a Thread's id) for the block: one block at a time
-        per key, across every process on the database. It is a session lock on a connection kept for the
-        block, so a process that dies releases it. Blocking: enter it in a thread."""
-        with self._db.connection() as conn:
-            conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (LOCK_THREAD, key))
-            try:
-                yield
-            finally:
-                conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (LOCK_THREAD, key))
 
     def holder_of(self, run_id: str) -> tuple[int, int, bool] | None:
         """(holder, token, in force) of the Run's lease row, None if it has none (for diagnostics)."""
