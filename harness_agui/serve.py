@@ -442,7 +442,7 @@ class AguiServer:
             await asyncio.to_thread(self.stores.bindings.source_of, "")
         except Exception as e:
             return _error(503, "database_unavailable", f"the database does not answer: {type(e).__name__}: {e}")
-        return JSONResponse({"status": "ok", "runs": len(self.supervisor._runs)})
+        return JSONResponse({"status": "ok", "runs": len(self.supervisor.driven)})
 
     async def _read_body(self, request: Request) -> Any:
         declared = request.headers.get("content-length")

@@ -299,6 +299,11 @@ class RunSupervisor:
         """Whether this process drives (or is about to drive) the Run."""
         return run_id in self._runs
 
+    @property
+    def driven(self) -> tuple[str, ...]:
+        """The (source) run ids this process drives now."""
+        return tuple(self._runs)
+
     async def live_runs(self) -> frozenset[str]:
         """The root Runs being driven now: by this process, and on PostgreSQL by any server holding a
         lease on them (an unexpired one: a server that died keeps its Runs until their leases expire)."""
