@@ -234,3 +234,38 @@ def test_the_readme_app_serves_an_a13n_harness_agent_in_under_15_lines_under_uvi
     assert (events[0]["type"], events[0]["threadId"], events[0]["runId"]) == ("RUN_STARTED", body["threadId"], "r-1")
     assert events[-1]["type"] == "RUN_FINISHED" and events[-1]["result"] == "Hello from a13n-harness."
     assert (tmp_path / "host.db").exists()
+
+
+def test_a_second_run_on_a_thread_whose_run_is_still_running_is_refused_with_409(served: Served) -> None:
+    thread = str(uuid.uuid4())
+
+    def body(run_id: str, *texts: str) -> dict[str, Any]:
+        return {"threadId": thread, "runId": run_id, "state": {}, "tools": [], "context": [], "forwardedProps": {},
+                "messages": [{"id": f"u-{n}", "role": "user", "content": t} for n, t in enumerate(texts)]}
+
+    with httpx.Client(timeout=60) as client:
+        with client.stream("POST", f"{served.base}/runs", json=body("r-1", "Write an essay.")) as first:
+            next(line for line in first.iter_lines() if "TEXT_MESSAGE_CONTENT" in line)  # it is under way
+            busy = client.post(f"{served.base}/runs", json=body("r-2", "Write an essay.", "And another."))
+        assert client.delete(f"{served.base}/threads/{thread}/runs/r-1").status_code == 202
+    assert busy.status_code == 409 and busy.json()["error"] == "thread_busy"
+
+
+def test_serve_demo_serves_the_packaged_a13n_harness_demo_agent(tmp_path: Path) -> None:
+    process = subprocess.Popen([sys.executable, "-m", "harness_agui", "serve", "--demo", "--port", "0"], cwd=tmp_path,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr is not None
+        said = process.stderr.readline()
+        assert "the a13n-harness demo agent (harness_agui.a13n_demo)" in said, said
+        base = re.search(r"on (http://127\.0\.0\.1:\d+)/runs", said).group(1)  # type: ignore[union-attr]
+        body = {"threadId": str(uuid.uuid4()), "runId": "r-1", "state": {}, "tools": [], "context": [],
+                "forwardedProps": {}, "messages": [{"id": "u-1", "role": "user", "content": "Weather in Lyon?"}]}
+        with httpx.Client(timeout=60) as client:
+            events = [json.loads(line[6:]) for line in client.post(f"{base}/runs", json=body).text.splitlines()
+                      if line.startswith("data: ")]
+    finally:
+        process.kill()
+        process.wait(30)
+    assert events[-1]["type"] == "RUN_FINISHED" and "traboules" in events[-1]["result"]
+    assert any(e["type"] == "SUBAGENT_STARTED" for e in events)
