@@ -237,3 +237,31 @@ def test_two_supervisors_driving_one_run_record_each_event_once(tmp_path: Path) 
     assert [d.data for d in delivered] == projection_json(items)
     assert [parse_last_event_id(d.sse_id, run_id="run-twice") for d in delivered] == \
         list(range(1, len(delivered) + 1))
+
+
+def test_a_run_recovered_at_start_up_reports_its_committed_last_event_id_before_its_driver_resumes_it(
+        tmp_path: Path) -> None:
+    items = a_run("run-resumed", deltas=60)
+    database = tmp_path / "host.db"
+
+    async def interrupted() -> int:
+        host = Host(database)
+        host.supervisor.start_run(CallableRun(lambda: paced(items, 0.01), thread_id="thread-s",
+                                              run_id="run-resumed"))
+        while await host.supervisor.last_event_id("run-resumed") < 20:
+            await asyncio.sleep(0.01)
+        await host.close()  # as a process that stops mid-run: every commit is whole
+        with SqliteDeliveryLog(database, read_only=True) as log:
+            return log.last_event_id("run-resumed")
+
+    committed = asyncio.run(interrupted())
+
+    async def recovered() -> int:
+        host = Host(database, reattach=lambda thread_id, run_id, after: paced(items[after + 1:], 0.01))
+        assert await host.supervisor.start() == ("run-resumed",)
+        last = await host.supervisor.last_event_id("run-resumed")  # the driver has not run yet
+        await host.supervisor.wait("run-resumed")
+        await host.close()
+        return last
+
+    assert asyncio.run(recovered()) == committed > 0

@@ -334,8 +334,11 @@ class RunSupervisor:
     async def last_event_id(self, run_id: str) -> int:
         """The last event id committed for the Run (0: none)."""
         feed = self._feeds.get(run_id)
-        if feed is not None and feed.local:
+        run = self._runs.get(run_id)
+        if feed is not None and feed.local and (run is None or run.observer is not None):
             return feed.last
+        # A Run whose driver has not resumed it yet (just recovered at start-up): its feed does not know
+        # what was committed before the restart, the delivery log does.
         return await asyncio.to_thread(self.deliveries.last_event_id, run_id)
 
     def start_run(self, started: StartedRun, *, wire: WireRun | None = None) -> bool:
