@@ -148,7 +148,9 @@ def test_abort_run_and_the_cancel_route_end_the_harness_run_within_a_second_with
     terminal = items[-1]
     assert terminal.result.status == "cancelled"
     cancelled_at = datetime.fromtimestamp(out["cancelledAt"] / 1000, UTC)
-    assert (terminal.occurred_at - cancelled_at).total_seconds() < 1.0
+    took = (terminal.occurred_at - cancelled_at).total_seconds()
+    print(f"\nthe cancelled terminal item came {took * 1000:.0f} ms after abortRun and the DELETE")
+    assert took < 1.0
     requests = [i for i in items if isinstance(i, HarnessEvent) and isinstance(i.event, ExtensionEvent)
                 and (i.event.payload or {}).get("type") == "model_request_started"]
     assert len(requests) == 1  # no further model call
