@@ -286,7 +286,7 @@ def run_sqlite(synchronous: str, runs: int, args: argparse.Namespace) -> dict[st
 
 
 def run_postgres(runs: int, args: argparse.Namespace) -> dict[str, Any]:
-    from harness_agui.host.postgres import TemporaryPostgres
+    from harness_agui.testing.postgres import TemporaryPostgres
 
     with TemporaryPostgres(max_connections=300) as pg:
         url = pg.create_database(f"load{runs}")

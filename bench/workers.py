@@ -46,8 +46,9 @@ from pathlib import Path
 from typing import Any
 
 from harness_agui import HarnessAguiObserver, HarnessStreamEvent
-from harness_agui.host.postgres import PostgresDeliveryLog, PostgresSourceJournal, TemporaryPostgres
+from harness_agui.host.postgres import PostgresDeliveryLog, PostgresSourceJournal
 from harness_agui.testing import SourceBuilder
+from harness_agui.testing.postgres import TemporaryPostgres
 from harness_agui.wire.agui import agui_to_json
 
 ROOT = Path(__file__).resolve().parent.parent

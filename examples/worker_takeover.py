@@ -22,8 +22,9 @@ from pathlib import Path
 
 import attrs
 
-from harness_agui import AguiObservationError, HarnessAguiObserver, InputEvent, TextPart, TextPartDelta
+from harness_agui import AguiObservationError, HarnessAguiObserver
 from harness_agui.host import SqliteDeliveryLog, SqliteSourceJournal, project_run
+from harness_agui.source import InputEvent, TextPart, TextPartDelta
 from harness_agui.testing import DEMO_START, SourceBuilder
 
 THREAD_ID = "thread-trip"

@@ -27,6 +27,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import errno
+import importlib
+import importlib.util
 import os
 import stat
 import sys
@@ -161,6 +163,17 @@ def _open_input(path: str) -> tuple[str, IO[bytes] | IO[str] | str]:
         raise _Fail(f"{path}: cannot be read: {getattr(e, 'strerror', None) or e}", EXIT_USAGE) from None
     if stat.S_ISDIR(mode):
         raise _Fail(f"{path}: is a directory, not a journal file", EXIT_USAGE)
+    if stat.S_ISREG(mode):
+        try:
+            with open(path, "rb") as f:
+                head = f.read(16)
+        except OSError:
+            head = b""  # the command's own read reports it
+        if head == b"SQLite format 3\x00":
+            raise _Fail(f"{path}: is a Host database, not a journal of JSON lines: list its runs with "
+                        f"harness-agui runs {path}, then export one (harness-agui export {path} --run RUN_ID | "
+                        "harness-agui replay -)",
+                        EXIT_USAGE)
     return path, path
 
 
@@ -274,39 +287,119 @@ def _escaped_report(report: JournalReport) -> JournalReport:
                         undecodable=tuple(_escaped_fault(f) for f in report.undecodable))
 
 
-# -- export and serve ------------------------------------------------------------------
+# -- a Host database: runs, events, export --------------------------------------------------
+# Each opens the database read-only (a SQLite file, or a postgresql:// URL with the postgres extra) and
+# names a Run by the id its clients use or by the Harness's own (``host.bindings``).
+
+class _Database:
+    """A Host database opened read-only: its journal, delivery log and Run bindings (None when the database
+    has none: written by an earlier release)."""
+
+    def __init__(self, target: str) -> None:
+        from .host import StorageError
+        from .host.stores import is_postgres_url
+
+        self.name = target
+        self.postgres = is_postgres_url(target)
+        if not self.postgres:
+            if os.path.isdir(target):
+                raise _Fail(f"{target}: is a directory, not a database", EXIT_USAGE)
+            if not os.path.exists(target):
+                raise _Fail(f"{target}: no such file", EXIT_USAGE)
+        try:
+            if self.postgres:
+                try:
+                    from .host.postgres import PostgresDeliveryLog, PostgresSourceJournal
+                    from .host.postgres.bindings import PostgresRunBindings
+                except ImportError as e:
+                    raise _Fail(str(e), EXIT_USAGE) from None
+                self.journal: Any = PostgresSourceJournal(target, read_only=True, pool_size=2)
+                self.deliveries: Any = PostgresDeliveryLog(target, read_only=True, pool_size=2)
+                self.bindings: Any = self._optional(lambda: PostgresRunBindings(target, read_only=True))
+            else:
+                from .host import SqliteDeliveryLog, SqliteSourceJournal
+                from .host.bindings import SqliteRunBindings
+
+                self.journal = SqliteSourceJournal(target, read_only=True)
+                self.deliveries = self._optional(lambda: SqliteDeliveryLog(target, read_only=True))
+                self.bindings = self._optional(lambda: SqliteRunBindings(target, read_only=True))
+        except StorageError as e:
+            self.close()
+            raise _Fail(str(e), EXIT_BAD_INPUT) from None
+        except _Fail:
+            self.close()
+            raise
+        except Exception as e:  # a database that cannot be reached
+            self.close()
+            raise _Fail(f"{_redacted(target)}: cannot be opened: {type(e).__name__}: {e}", EXIT_USAGE) from None
+
+    @staticmethod
+    def _optional(open_store: Callable[[], Any]) -> Any:
+        from .host import StorageError
+
+        try:
+            return open_store()
+        except StorageError:  # the database has no such table: nothing of that kind was written to it
+            return None
+
+    def close(self) -> None:
+        for name in ("journal", "deliveries", "bindings"):
+            store = getattr(self, name, None)
+            if store is not None:
+                store.close()
+
+    def __enter__(self) -> _Database:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def runs(self) -> tuple[str, ...]:
+        runs: tuple[str, ...] = self.journal.runs()
+        return runs
+
+    def run_id(self, given: str | None) -> str:
+        """The Harness's run id of the Run ``given`` names (the client's id or its own); the only Run
+        when ``given`` is None."""
+        runs = self.runs()
+        if given is None:
+            if len(runs) != 1:
+                shown = ", ".join(runs[:10]) + (", ..." if len(runs) > 10 else "")
+                raise _Fail(f"{_redacted(self.name)}: holds {len(runs)} runs ({shown}), choose one with --run (see "
+                            f"harness-agui runs {_redacted(self.name)})" if runs else
+                            f"{_redacted(self.name)}: holds no runs", EXIT_USAGE)
+            return runs[0]
+        bound = None if self.bindings is None else self.bindings.source_of(given)
+        return given if bound is None else str(bound.source_run_id)
+
+
+def _redacted(target: str) -> str:
+    if target.startswith(("postgresql://", "postgres://")):
+        from urllib.parse import urlsplit, urlunsplit
+
+        parts = urlsplit(target)
+        if parts.password is not None:
+            netloc = parts.netloc.rsplit("@", 1)[1]
+            return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{netloc}"))
+    return target
+
 
 def _export(args: argparse.Namespace, out: TextIO) -> int:
-    from .host import SqliteSourceJournal, StorageError
+    from .host import StorageError
     from .wire.codec import encode
 
-    path = args.database
-    if os.path.isdir(path):
-        raise _Fail(f"{path}: is a directory, not a database", EXIT_USAGE)
-    try:
-        journal = SqliteSourceJournal(path, read_only=True)
-    except FileNotFoundError:
-        raise _Fail(f"{path}: no such file", EXIT_USAGE) from None
-    except StorageError as e:
-        raise _Fail(str(e), EXIT_BAD_INPUT) from None
-    with journal:
+    with _Database(args.database) as db:
         try:
-            runs = journal.runs()
-            run_id = args.run
-            if run_id is None:
-                if len(runs) != 1:
-                    raise _Fail(f"{path}: holds {len(runs)} runs, choose one with --run" if runs
-                                else f"{path}: holds no runs", EXIT_USAGE)
-                run_id = runs[0]
+            run_id = db.run_id(args.run)
             try:
-                cursor = journal.cursor(run_id)
+                cursor = db.journal.cursor(run_id)
             except StorageError:
                 raise
             except ValueError:  # the id of a child Run: its items are in its root's stream
                 cursor = None
             if cursor is None:
-                raise _Fail(f"{path}: holds no run {run_id!r}", EXIT_USAGE)
-            lines = asyncio.run(_collect_lines(journal, run_id, cursor, encode))
+                raise _Fail(f"{_redacted(args.database)}: holds no run {run_id!r}", EXIT_USAGE)
+            lines = asyncio.run(_collect_lines(db.journal, run_id, cursor, encode))
         except StorageError as e:
             raise _Fail(str(e), EXIT_BAD_INPUT) from None
     if args.output is None:
@@ -323,32 +416,173 @@ async def _collect_lines(journal: Any, run_id: str, cursor: int, encode: Callabl
     return [encode(item) + "\n" async for item in journal.read_prefix(run_id, through=cursor)]
 
 
+def _runs(args: argparse.Namespace, out: TextIO) -> int:
+    from .host import StorageError
+
+    rows: list[tuple[str, ...]] = [("RUN", "THREAD", "CLIENT RUN", "CLIENT THREAD", "ITEMS", "EVENTS", "STATE")]
+    with _Database(args.database) as db:
+        try:
+            for run_id in db.journal.runs(args.thread):
+                rows.append(_run_row(db, run_id))
+            if db.bindings is not None:  # bound by a server that died before the Run's first item
+                for wire in db.bindings.unjournaled():
+                    if args.thread in (None, wire.source_thread_id):
+                        rows.append((wire.source_run_id, wire.source_thread_id, wire.wire_run_id,
+                                     wire.wire_thread_id, "0", "0", "not started"))
+        except StorageError as e:
+            raise _Fail(str(e), EXIT_BAD_INPUT) from None
+    widths = [max(len(escape_terminal(row[i])) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        out.write("  ".join(escape_terminal(v).ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() + "\n")
+    out.flush()
+    return EXIT_OK
+
+
+def _run_row(db: _Database, run_id: str) -> tuple[str, ...]:
+    thread_id = db.journal.thread_of(run_id) or ""
+    cursor = db.journal.cursor(run_id)
+    ended = db.journal.finished(run_id)
+    events = 0 if db.deliveries is None else db.deliveries.last_event_id(run_id)
+    delivered = db.deliveries is not None and db.deliveries.finished(run_id)
+    state = ("finished" if ended and delivered else "failed" if delivered else
+             "journaled, not all recorded" if ended else "unfinished")
+    wire = None if db.bindings is None else db.bindings.wire_of(run_id)
+    client_run, client_thread = ("", "") if wire is None else (wire.wire_run_id, wire.wire_thread_id)
+    items = 0 if cursor is None else cursor + 1
+    return (run_id, thread_id, client_run, client_thread, str(items), str(events), state)
+
+
+def _events(args: argparse.Namespace, out: TextIO) -> int:
+    from .host import StorageError, UnknownEventIdError
+
+    with _Database(args.database) as db:
+        if db.deliveries is None:
+            raise _Fail(f"{_redacted(args.database)}: holds no delivery log", EXIT_USAGE)
+        try:
+            run_id = db.run_id(args.run)
+            if not db.deliveries.last_event_id(run_id) and not db.deliveries.finished(run_id):
+                raise _Fail(f"{_redacted(args.database)}: has no events of run {run_id!r}", EXIT_USAGE)
+            after = args.after if args.after is None or not args.after.isdigit() else int(args.after)
+            try:
+                deliveries = db.deliveries.replay(run_id, after=after)
+            except UnknownEventIdError as e:
+                raise _Fail(str(e), EXIT_USAGE) from None
+        except StorageError as e:
+            raise _Fail(str(e), EXIT_BAD_INPUT) from None
+    shown = _output_text(out)
+    for delivery in deliveries:
+        out.write(shown(delivery.sse() if args.format == "sse" else delivery.data + "\n"))
+    out.flush()
+    return EXIT_OK
+
+
+# -- serve -----------------------------------------------------------------------------------
+
 def _serve(args: argparse.Namespace, err: TextIO | None) -> int:
     try:
         import uvicorn
 
-        from .serve import create_app, demo_harness
+        from .serve import AguiServer
     except ImportError:
         raise _Fail("serve needs the serve extra: pip install 'harness-agui[serve]'", EXIT_USAGE) from None
-    with tempfile.TemporaryDirectory(prefix="harness-agui-") as scratch:
-        database = args.db or os.path.join(scratch, "demo.db")
-        runner, reattach = demo_harness(pace=args.pace)
-        try:
-            app = create_app(runner, reattach=reattach, database=database, synchronous=args.synchronous)
-        except (OSError, ValueError, ImportError) as e:
-            raise _Fail(f"{database}: cannot be opened: {e}", EXIT_USAGE) from None
-        _say(err, f"serving the simulated Harness on http://{args.host}:{args.port}/runs "
-                  f"(database {database}, synchronous={args.synchronous}); Ctrl-C stops", EXIT_OK)
-        config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
-                                timeout_graceful_shutdown=1)
-        server = uvicorn.Server(config)
-        try:
-            server.run()
-        except SystemExit:  # uvicorn's answer to an address it cannot bind, after logging why
-            pass
-        if not server.started:
-            raise _Fail(f"could not listen on {args.host}:{args.port}", EXIT_USAGE)
+    if (args.target is None) == (not args.demo):
+        raise _Fail("serve takes MODULE:ATTR (an a13n-harness agent, a runner or an AguiServer) or --demo, one of "
+                    "the two", EXIT_USAGE)
+    listening = _listen(args.host, args.port)  # before anything says "serving": a busy port fails here
+    try:
+        with tempfile.TemporaryDirectory(prefix="harness-agui-") as scratch:
+            database = args.db or os.path.join(scratch, "host.db")
+            options: dict[str, Any] = {"database": database, "synchronous": args.synchronous,
+                                       "show_hidden": args.show_hidden,
+                                       "cancel_on_disconnect": args.cancel_on_disconnect}
+            if args.cors:
+                options["cors_origins"] = args.cors
+            server, what = _server_for(args, options, AguiServer)
+            host, port = listening.getsockname()[:2]
+            _say(err, f"serving {what} on http://{host}:{port}/runs (database {server.journal.path}); Ctrl-C stops",
+                 EXIT_OK)
+            config = uvicorn.Config(server.app, log_level="warning", timeout_graceful_shutdown=1)
+            uvicorn.Server(config).run(sockets=[listening])
+    finally:
+        listening.close()
     return EXIT_OK
+
+
+def _listen(host: str, port: int) -> Any:
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as e:
+        raise _Fail(f"cannot listen on {host}:{port}: {e.strerror or e}", EXIT_USAGE) from None
+    family, kind, proto, _, address = infos[0]
+    listening = socket.socket(family, kind, proto)
+    try:
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listening.bind(address)
+        listening.listen(2048)
+        listening.set_inheritable(True)
+    except OSError as e:
+        listening.close()
+        raise _Fail(f"cannot listen on {host}:{port}: {e.strerror or e}", EXIT_USAGE) from None
+    return listening
+
+
+def _server_for(args: argparse.Namespace, options: dict[str, Any], server_class: Any) -> tuple[Any, str]:
+    """The server to run and what it serves, in words."""
+    if args.demo:
+        if not args.simulated and importlib.util.find_spec("a13n_harness") is not None:
+            from .a13n_demo import agent
+
+            return _opened(lambda: server_class.for_agent(agent, **options), options), \
+                "the a13n-harness demo agent (harness_agui.a13n_demo)"
+        from .serve import demo_harness
+
+        runner, reattach = demo_harness(pace=args.pace)
+        what = "the simulated Harness"
+        if not args.simulated:
+            what += (" (a13n-harness is not installed: pip install 'harness-agui[a13n]' on Python 3.13 for its demo "
+                     "agent)")
+        return _opened(lambda: server_class(runner, reattach=reattach, **options), options), what
+    target = _load(args.target)
+    if isinstance(target, server_class):
+        if args.db is not None or args.cors or args.show_hidden or args.cancel_on_disconnect:
+            raise _Fail(f"{args.target} is an AguiServer with options of its own: --db, --cors, --show-hidden and "
+                        "--cancel-on-disconnect are set where it is made", EXIT_USAGE)
+        return target, f"{args.target} (an AguiServer)"
+    if hasattr(target, "definition") and callable(getattr(target, "stream", None)):
+        return _opened(lambda: server_class.for_agent(target, **options), options), \
+            f"{args.target} (an a13n-harness agent)"
+    if callable(getattr(target, "start", None)) or callable(target) and not isinstance(target, type):
+        return _opened(lambda: server_class(target, **options), options), f"{args.target} (a runner)"
+    raise _Fail(f"{args.target} is a {type(target).__name__}: serve takes an a13n-harness agent, a runner (an object "
+                "with start(), or an async callable) or an AguiServer", EXIT_USAGE)
+
+
+def _opened(make: Callable[[], Any], options: dict[str, Any]) -> Any:
+    try:
+        return make()
+    except (OSError, ValueError, ImportError) as e:
+        raise _Fail(f"{_redacted(os.fspath(options['database']))}: cannot be opened: {e}", EXIT_USAGE) from None
+
+
+def _load(target: str) -> Any:
+    """The object ``MODULE:ATTR`` names (the current directory is searched first, as ``python -m`` does)."""
+    module_name, _, attribute = target.partition(":")
+    if not module_name or not attribute:
+        raise _Fail(f"{target}: give MODULE:ATTR, such as examples.a13n_agent:agent", EXIT_USAGE)
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        found: Any = importlib.import_module(module_name)
+    except ImportError as e:
+        raise _Fail(f"{target}: cannot import {module_name}: {e}", EXIT_USAGE) from None
+    for name in attribute.split("."):
+        try:
+            found = getattr(found, name)
+        except AttributeError:
+            raise _Fail(f"{target}: {module_name} has no {attribute}", EXIT_USAGE) from None
+    return found
 
 
 def _port(text: str) -> int:
@@ -411,10 +645,20 @@ class _Parser(argparse.ArgumentParser):
         raise _ArgumentError(message, self.prog)
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"{PROG} {version('harness-agui')}"
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return f"{PROG} (version unknown: not installed)"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG, description="Project Harness runs onto AG-UI events, from source journals (JSON lines).",
         epilog=_EPILOG)
+    parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     replay = sub.add_parser(
         "replay", help="print the AG-UI projection of one run of a source journal",
@@ -441,40 +685,79 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument("--max-line-bytes", metavar="N", type=_byte_count, default=MAX_LINE_BYTES,
                              help=f"the longest line read, in bytes (default {MAX_LINE_BYTES}, 256 MiB); a longer "
                                   "line is an error naming it")
-    sub.add_parser("demo", help="observe, interrupt, resume and check a simulated run",
+    demo = sub.add_parser("demo", help="observe, interrupt, resume and check a simulated run",
                    description="Observe a simulated run live, lose the observer, resume a fresh one from the "
                                "retained prefix, continue with the live tail, and compare with an uninterrupted "
                                "projection.")
     export = sub.add_parser(
         "export", help="write one run of a Host database's source journal as wire JSON lines",
-        description="Write the source items of one run, as stored in a Host database (SqliteSourceJournal), as "
-                    "wire-format JSON lines, so that replay and check work on them. The database is opened "
-                    "read-only.",
+        description="Write the source items of one run, as stored in a Host database (a SQLite file or a "
+                    "postgresql:// URL), as wire-format JSON lines, so that replay and check work on them. The "
+                    "database is opened read-only; harness-agui runs lists its runs.",
         epilog=_EPILOG)
-    export.add_argument("database", metavar="DB", help="the Host database file")
-    export.add_argument("--run", metavar="RUN_ID", help="the run to export; needed when DB holds several runs")
+    export.add_argument("database", metavar="DB", help="the Host database: a SQLite file or a postgresql:// URL")
+    export.add_argument("--run", metavar="RUN_ID",
+                        help="the run to export (its client's id or the Harness's); needed when DB holds several")
     export.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
-    serve = sub.add_parser(
-        "serve", help="serve AG-UI over HTTP (POST /runs, GET .../events) with a simulated Harness",
-        description="Serve the AG-UI endpoints of harness_agui.serve with the built-in simulated Harness "
-                    "(--demo): POST /runs with a RunAgentInput streams a run as Server-Sent Events, "
-                    "GET /threads/{thread_id}/runs/{run_id}/events replays after Last-Event-ID and follows. "
-                    "Unfinished runs of the database are resumed at start-up. Needs the serve extra "
-                    "(pip install 'harness-agui[serve]').",
+    runs = sub.add_parser(
+        "runs", help="list the runs of a Host database",
+        description="List the root runs of a Host database (a SQLite file or a postgresql:// URL), oldest first: "
+                    "the Harness's run and thread ids, the ids its clients name it by, how many source items are "
+                    "journaled and AG-UI events recorded, and its state (finished; failed: ended by a RUN_ERROR; "
+                    "unfinished; not started: bound by a server that died before its first item). Read-only.",
         epilog=_EPILOG)
-    serve.add_argument("--demo", action="store_true", required=True,
-                       help="use the built-in simulated Harness (the only Harness the command line has)")
+    runs.add_argument("database", metavar="DB", help="the Host database: a SQLite file or a postgresql:// URL")
+    runs.add_argument("--thread", metavar="THREAD_ID", help="only the runs of this (Harness) thread")
+    events = sub.add_parser(
+        "events", help="print the AG-UI events a Host database recorded for a run (what its clients were sent)",
+        description="Print the AG-UI events of one run as its delivery log holds them, with their durable ids: "
+                    "what every client of the run was sent. Read-only.",
+        epilog=_EPILOG)
+    events.add_argument("database", metavar="DB", help="the Host database: a SQLite file or a postgresql:// URL")
+    events.add_argument("--run", metavar="RUN_ID",
+                        help="the run (its client's id or the Harness's); needed when DB holds several")
+    events.add_argument("--format", choices=("sse", "jsonl"), default="sse",
+                        help="sse: Server-Sent Events frames with their ids (default); jsonl: one event per line")
+    events.add_argument("--after", metavar="EVENT_ID", help="only the events after this id (an SSE id such as "
+                                                            "17.5e1c09a3, or its number)")
+    serve = sub.add_parser(
+        "serve", help="serve an agent over AG-UI (POST /runs, GET .../events, DELETE a run)",
+        description="Serve the AG-UI endpoints of harness_agui.serve for MODULE:ATTR (an a13n-harness agent, a "
+                    "runner, or an AguiServer; the current directory is searched first, as by python -m) or for "
+                    "--demo: POST /runs with a RunAgentInput streams a run as Server-Sent Events, "
+                    "GET /threads/{thread_id}/runs/{run_id}/events replays after Last-Event-ID and follows, "
+                    "DELETE /threads/{thread_id}/runs/{run_id} cancels, GET /health. Unfinished runs of the "
+                    "database are resumed at start-up. The address is bound before anything else (with --port 0, "
+                    "the port chosen is the one printed). Needs the serve extra (pip install "
+                    "'harness-agui[serve]'); an a13n-harness agent needs the a13n extra.",
+        epilog=_EPILOG)
+    serve.add_argument("target", metavar="MODULE:ATTR", nargs="?",
+                       help="what to serve, e.g. examples.a13n_agent:agent")
+    serve.add_argument("--demo", action="store_true",
+                       help="serve the a13n-harness demo agent (harness_agui.a13n_demo: a tool, a subagent, an "
+                            "approval) when the a13n extra is installed, else the simulated Harness")
+    serve.add_argument("--simulated", action="store_true",
+                       help="with --demo: the simulated Harness even when a13n-harness is installed")
     serve.add_argument("--db", "--database", dest="db", metavar="PATH_OR_URL",
                        help="the Host database: a SQLite file (default: a temporary file, removed at exit), or a "
                             "postgresql:// URL (the postgres extra), which several servers may share")
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=_port, default=8000, help="the port to listen on (default 8000)")
+    serve.add_argument("--port", type=_port, default=8000, help="the port to listen on (default 8000; 0: any free "
+                                                                "port, printed)")
     serve.add_argument("--pace", type=_seconds, default=0.03, metavar="SECONDS",
                        help="seconds between two items of the simulated Harness (default 0.03, a model's "
                             "token rate)")
     serve.add_argument("--synchronous", choices=("FULL", "NORMAL"), default="FULL", type=str.upper,
                        help="SQLite durability: FULL (default) survives a power cut, NORMAL a crash of the "
                             "process and costs much less per item")
+    serve.add_argument("--cors", metavar="ORIGIN", action="append",
+                       help="allow browsers on ORIGIN (repeat for more; * for any) to call the endpoints")
+    serve.add_argument("--show-hidden", action="store_true",
+                       help="send clients what the Harness marks for the model only (debugging)")
+    serve.add_argument("--cancel-on-disconnect", action="store_true",
+                       help="cancel a run when the client that POSTed it goes away before its end")
+    for command in (replay, check, export, runs, events, serve, demo):
+        command.add_argument("--version", action="version", version=_version())
     return parser
 
 
@@ -506,6 +789,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _check(args, out, err)
         if args.command == "export":
             return _export(args, out)
+        if args.command == "runs":
+            return _runs(args, out)
+        if args.command == "events":
+            return _events(args, out)
         if args.command == "serve":
             return _serve(args, err)
         return run_demo(out)

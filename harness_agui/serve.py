@@ -1,45 +1,77 @@
 # Serving AG-UI over HTTP: an ASGI application (Starlette) on the Host kit.
 #
 # This module is the HTTP shell only: routes, request validation, status
-# codes, and the Server-Sent Events response. Driving the Runs (the Harness
-# stream journaled and projected in batched commits, failures ended with one
-# durable RUN_ERROR, start-up recovery, leases and takeover on PostgreSQL)
-# and serving their followers (in-memory fan-out, paged replay, late
-# joiners' catch-up) is the run supervisor's job: ``host.supervisor``.
+# codes, hooks and the Server-Sent Events response. Starting a Run is the
+# runner's job (``host.runner``: ``runner.start(run_input, ...)`` gives a
+# started Run under the Harness's own ids); driving it (the Harness stream
+# journaled and projected in batched commits, failures ended with one durable
+# RUN_ERROR, start-up recovery, leases and takeover on PostgreSQL, cancel)
+# and serving its followers (in-memory fan-out, paged replay, late joiners'
+# catch-up) is the run supervisor's (``host.supervisor``).
 #
-#   POST runs_path     a RunAgentInput: a new Run is started (its runner's
-#                      stream handed to the supervisor) and its events are
-#                      streamed from the first; a known Run is streamed again
-#                      (after the request's Last-Event-ID, if any).
+#   POST runs_path     a RunAgentInput: a new Run is started and its events
+#                      are streamed from the first; a known Run is streamed
+#                      again (after the request's Last-Event-ID, if any).
 #   GET events_path    the events of a Run after ``Last-Event-ID`` (header, or
 #                      ``?last_event_id=``), then live to its last event; a GET
 #                      without one of a long Run driven here starts with the
 #                      projection's catch-up.
+#   DELETE run_path    cancel a Run (202; 200 when it had ended).
+#   GET health_path    200 while the database answers.
 #
-# A client that goes away cancels nothing but its own stream, and any number
-# of clients may follow one Run (up to ``max_followers`` per Run and process).
+# Ids. A client names a Run by the request's ``threadId`` and ``runId`` (the
+# *wire* ids); the journal, the delivery log and the SSE ids use the
+# Harness's own (the *source* ids), which a runner may choose (a13n-harness
+# does). Each Run's binding (``host.bindings``) is stored before its first
+# item, and every route finds the Run through it; the binding's primary key
+# is what reserves a run id, across processes. A Run journaled without a
+# binding (by an earlier release, or by another ingest process) is named by
+# its source ids. Path parameters are matched on the raw path, so an id
+# holding ``/`` is reached by percent-encoding it (``%2F``).
+#
+# One Run at a time per Thread: from ``runner.start`` (which reads the
+# Thread's journal) until the new Run is registered (driven here, and on
+# PostgreSQL under its lease), the Thread's lock is held (in this process,
+# and on PostgreSQL across servers); ``running`` tells the runner which of
+# the Thread's unended Runs are still driven, so a Run lost in a crash does
+# not keep its Thread busy.
+#
 # Errors a client can cause are answered before a response starts, as JSON:
-# 422 for a body that is not a RunAgentInput, 400 for a Last-Event-ID that is
-# malformed, of another Run, or beyond the Run's last id, 404 for a Run this
-# database does not know (or that belongs to another Thread), 409 for a POST
-# that names a known Run under another Thread, 503 for a Run that has all the
-# followers it may have here, or a database that cannot be reached.
+# 413 for a body over ``max_body_bytes``; 422 for a body that is not a
+# RunAgentInput (a body nested too deep included), or an id that is blank,
+# longer than ``MAX_ID_LENGTH`` or not storable (NUL, lone surrogates); 403
+# when ``authorize`` refuses; the runner's own refusals (``RunRefused``:
+# 409 a busy or diverging Thread, 422 input it cannot run); 400 for a
+# Last-Event-ID that is malformed, of another Run, or beyond the Run's last
+# id; 404 for a Run the database does not know (or of another Thread); 409
+# for a POST naming a known Run under another Thread; 503 for a Run that has
+# all the followers it may have here, or a database that cannot be reached.
+# Whatever a runner raises (SystemExit included) is contained: ``start``
+# answers 500 ``harness_agui.harness_failed``, a stream ends its Run with
+# that RUN_ERROR.
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import inspect
 import json
 import logging
 import os
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
+import urllib.parse
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 try:
     from starlette.applications import Starlette
+    from starlette.datastructures import Headers
+    from starlette.middleware import Middleware
+    from starlette.middleware.cors import CORSMiddleware
     from starlette.requests import Request
     from starlette.responses import JSONResponse, Response, StreamingResponse
-    from starlette.routing import Route
+    from starlette.routing import Match, Route
+    from starlette.types import Scope
 except ImportError as e:  # pragma: no cover - depends on the installation
     raise ImportError("harness_agui.serve needs Starlette: pip install 'harness-agui[serve]'") from e
 
@@ -48,11 +80,22 @@ from pydantic import ValidationError
 
 from .core.reduce import Processor
 from .core.source import HarnessStreamEvent
+from .core.state import MAX_EVENT_BYTES
 from .host.batch import GroupCommit
+from .host.bindings import WireRun
 from .host.checks import Cursor
 from .host.delivery import parse_last_event_id
 from .host.errors import FollowerLimitError, StorageError, UnknownEventIdError
 from .host.protocols import DeliveryLog, SourceJournal
+from .host.runner import (
+    CallableRunner,
+    RequestContext,
+    Runner,
+    RunnerCallable,
+    RunRefused,
+    StartedRun,
+    as_runner,
+)
 from .host.stores import is_postgres_url, open_stores, stores_of
 from .host.supervisor import FAILURE_CODES, Reattach, RunSupervisor
 from .wire.agui import sse_retry
@@ -64,20 +107,43 @@ __all__ = [
     "AguiServer",
     "create_app",
     "Runner",
+    "RunnerCallable",
+    "StartedRun",
+    "CallableRunner",
+    "RequestContext",
+    "RunRefused",
+    "Authorize",
     "Reattach",
     "FAILURE_CODES",
     "GroupCommit",
+    "MAX_ID_LENGTH",
+    "MAX_BODY_BYTES",
     "demo_harness",
 ]
 
 log = logging.getLogger("harness_agui.serve")
 
-Runner = Callable[[RunAgentInput], AsyncIterable[HarnessStreamEvent]]
-"""The Host's Harness: given the request, the source items of the Run it
-names (its ``thread_id`` and ``run_id``; child Runs' items may be
-interleaved), in order, ending with the terminal result."""
+MAX_ID_LENGTH = 512
+"""The longest ``threadId`` or ``runId`` the server takes, in characters (422 beyond it). 512
+characters of UTF-8 fit every index of both backends."""
+
+MAX_BODY_BYTES = 16 * 1024 * 1024
+"""The default largest request body, in bytes (``max_body_bytes``; 413 beyond it)."""
+
+Authorize = Callable[[RequestContext], "bool | Awaitable[bool]"]
+"""The ``authorize`` hook: called with the ``RequestContext`` of every POST, GET and DELETE of a Run
+before anything is started or streamed; the request goes on only when it returns (or its awaitable
+gives) True. Anything else is a 403 JSON answer; a ``RunRefused`` it raises is answered as such (a
+401, say)."""
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+CORS_HEADERS = ("content-type", "accept", "authorization", "last-event-id")
+_SERVER_OPTIONS = frozenset(("database", "journal", "deliveries", "synchronous", "processor", "reattach", "runs_path",
+                             "events_path", "run_path", "health_path", "keepalive", "retry", "poll_interval",
+                             "recover", "catch_up_after", "lease_ttl", "group_commit", "max_followers", "authorize",
+                             "cors_origins", "cors_headers", "cors_credentials", "cancel_on_disconnect",
+                             "max_body_bytes", "show_hidden", "max_event_bytes"))
+_KNOWN_CACHE = 4096  # bindings kept in memory (they never change)
 
 
 def _error(status: int, error: str, message: str, **extra: Any) -> JSONResponse:
@@ -89,66 +155,134 @@ class _Refused(Exception):
         self.response = response
 
 
+def _refuse(status: int, error: str, message: str, **extra: Any) -> _Refused:
+    return _Refused(_error(status, error, message, **extra))
+
+
+def check_id(name: str, value: str) -> None:
+    """Raise the 422 answer for an id the server does not take: blank, longer than ``MAX_ID_LENGTH``,
+    or not storable on every backend (NUL, a lone surrogate)."""
+    if not value.strip():
+        raise _refuse(422, "invalid_request", f"{name} must not be blank")
+    if len(value) > MAX_ID_LENGTH:
+        raise _refuse(422, "id_too_long", f"{name} is {len(value)} characters long; at most {MAX_ID_LENGTH} are taken")
+    if "\x00" in value:
+        raise _refuse(422, "bad_id", f"{name} holds a NUL character, which a database cannot store")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _refuse(422, "bad_id", f"{name} holds a lone surrogate: it is not Unicode text") from None
+
+
+class _EncodedRoute(Route):
+    """A route whose path parameters are read from the raw (still percent-encoded) path, each decoded
+    on its own, so that an id holding ``/`` can be named as ``%2F``."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        raw = scope.get("raw_path") if scope["type"] == "http" else None
+        if not raw:
+            return super().matches(scope)
+        path = raw.split(b"?", 1)[0].decode("latin-1")
+        root = scope.get("root_path", "").rstrip("/")
+        if root:  # a mounted app: drop as many segments as the mount's prefix has
+            segments = path.split("/")
+            path = "/" + "/".join(segments[root.count("/") + 1:])
+        found = self.path_regex.match(path)
+        if found is None:
+            return super().matches(scope)
+        params = dict(scope.get("path_params", {}))
+        params.update({name: urllib.parse.unquote(value) for name, value in found.groupdict().items()})
+        child = {"endpoint": self.endpoint, "path_params": params}
+        if self.methods and scope["method"] not in self.methods:
+            return Match.PARTIAL, child
+        return Match.FULL, child
+
+
+class _Cors(CORSMiddleware):
+    """Starlette's CORS middleware, answering an accepted preflight with 204 and no body."""
+
+    def preflight_response(self, request_headers: Headers) -> Response:
+        response = super().preflight_response(request_headers)
+        if response.status_code != 200:
+            return response
+        headers = {k: v for k, v in response.headers.items() if k not in ("content-length", "content-type")}
+        return Response(status_code=204, headers=headers)
+
+
 class AguiServer:
     """The AG-UI endpoints over a source journal and a delivery log, as a Starlette app (``app``).
 
-    ``runner`` is the Host's Harness (see ``Runner``). The stores are either
-    given (``journal`` and ``deliveries``: the SQLite or the PostgreSQL
-    ones of ONE database, since an item and its events are committed
-    together) or opened on ``database`` (``host.open_stores``): a SQLite
-    file, opened with ``synchronous`` (FULL: a committed item or event
-    survives a power cut; NORMAL: it survives a crash of the process), or a
-    ``postgresql://`` URL (the ``postgres`` extra), so that several server
-    processes on one PostgreSQL database serve the same Runs: a Run started
-    through one can be followed through any other, and is taken over by
-    another when its server dies (``lease_ttl``: how long a Run's lease
-    lasts unrenewed, so how long a hung server keeps its Runs).
-    ``processor`` is the projection's processor. ``reattach`` (see
-    ``Reattach``) lets start-up recovery and takeover reconnect unfinished
-    Runs to their Harness; without it a recovered Run is projected from what
-    the journal holds and what anyone else appends to it. ``group_commit``
-    (``host.batch.GroupCommit``) sets how writes are batched into
-    transactions.
+    ``runner`` is the Host's Harness: an object with ``start()`` (``host.runner.Runner``; an
+    a13n-harness agent's is ``serve_a13n.A13nRunner``, or use ``AguiServer.for_agent``), or a plain
+    async callable that yields the items of the Run a request names (``RunnerCallable``). The stores
+    are either given (``journal`` and ``deliveries``: the SQLite or the PostgreSQL ones of ONE
+    database, since an item and its events are committed together) or opened on ``database``
+    (``host.open_stores``): a SQLite file, opened with ``synchronous`` (FULL: a committed item or
+    event survives a power cut; NORMAL: it survives a crash of the process), or a ``postgresql://``
+    URL (the ``postgres`` extra), so that several server processes on one PostgreSQL database serve
+    the same Runs: a Run started through one can be followed through any other, and is taken over by
+    another when its server dies (``lease_ttl``: how long a Run's lease lasts unrenewed, so how long
+    a hung server keeps its Runs). ``processor`` is the projection's processor; ``show_hidden`` and
+    ``max_event_bytes`` are the observer's (what the Harness marks model-only stays off the wire
+    unless ``show_hidden``). ``reattach`` (see ``Reattach``; default: the runner's own ``reattach``,
+    if it has one) lets start-up recovery and takeover reconnect unfinished Runs to their Harness.
+    ``group_commit`` (``host.batch.GroupCommit``) sets how writes are batched into transactions.
 
-    Routes: ``POST runs_path`` (default ``/runs``) takes a ``RunAgentInput``
-    and answers with the Run's events as Server-Sent Events, each with its
-    durable ``id:``; ``GET events_path`` (default
-    ``/threads/{thread_id}/runs/{run_id}/events``) replays after the
-    ``Last-Event-ID`` header (or ``?last_event_id=``) and follows the Run to
-    its end. Both send ``retry:`` (``retry`` seconds) first and a comment
-    every ``keepalive`` seconds of silence. A follower here of a Run driven
-    by another process on a SQLite file looks for new events every
-    ``poll_interval`` seconds. A GET without ``Last-Event-ID`` of a Run this
-    process drives that has more than ``catch_up_after`` events (None:
-    never) is served the projection's ``catch_up()`` instead of the events
-    so far, then the live events. ``max_followers`` is the most followers a
-    Run may have in this process (503 past it).
+    Routes: ``POST runs_path`` (default ``/runs``) takes a ``RunAgentInput`` and answers with the
+    Run's events as Server-Sent Events, each with its durable ``id:``; ``GET events_path`` (default
+    ``/threads/{thread_id}/runs/{run_id}/events``) replays after the ``Last-Event-ID`` header (or
+    ``?last_event_id=``) and follows the Run to its end; ``DELETE run_path`` (default
+    ``/threads/{thread_id}/runs/{run_id}``) cancels it; ``GET health_path`` (default ``/health``)
+    says whether the database answers. Streams send ``retry:`` (``retry`` seconds) first and a comment
+    every ``keepalive`` seconds of silence. A follower here of a Run driven by another process on a
+    SQLite file looks for new events every ``poll_interval`` seconds. A GET without ``Last-Event-ID``
+    of a Run this process drives that has more than ``catch_up_after`` events (None: never) is served
+    the projection's ``catch_up()`` instead of the events so far, then the live events.
+    ``max_followers`` is the most followers a Run may have in this process (503 past it).
 
-    ``start()`` (the app's lifespan start-up) resumes every unfinished Run of
-    the database (unless ``recover=False``); ``stop()`` (its shutdown) stops
-    the drivers (every commit is whole: the next start resumes) and closes
-    the stores it opened. Mounted inside another app, whose lifespan does not
-    reach mounted apps, call ``lifespan`` from the outer one.
+    The request: ``authorize`` (see ``Authorize``) is asked about every POST, GET and DELETE of a
+    Run; the runner is given the same ``RequestContext``. ``cors_origins`` turns CORS on for those
+    origins (``["*"]`` for any), with ``cors_headers`` allowed besides Content-Type, Accept,
+    Authorization and Last-Event-ID, and credentials when ``cors_credentials``. With
+    ``cancel_on_disconnect`` a Run is cancelled when the client that POSTed it goes away before its
+    last event (GET followers never cancel). ``max_body_bytes`` caps a POST's body.
 
-    Raises ValueError for missing or conflicting store arguments, stores of
-    two databases, and bad numbers, and what the stores raise when
+    ``start()`` (the app's lifespan start-up) resumes every unfinished Run of the database (unless
+    ``recover=False``); ``stop()`` (its shutdown) stops the drivers (every commit is whole: the next
+    start resumes) and closes the stores it opened. Mounted inside another app, whose lifespan does
+    not reach mounted apps, call ``lifespan`` from the outer one.
+
+    Raises TypeError for a runner that is neither, ValueError for missing or conflicting store
+    arguments, stores of two databases, and bad numbers or paths, and what the stores raise when
     ``database`` cannot be opened.
     """
 
-    def __init__(self, runner: Runner, *, database: str | os.PathLike[str] | None = None,
+    def __init__(self, runner: Runner | RunnerCallable, *, database: str | os.PathLike[str] | None = None,
                  journal: SourceJournal | None = None, deliveries: DeliveryLog | None = None,
                  synchronous: str = "FULL", processor: Processor | None = None, reattach: Reattach | None = None,
                  runs_path: str = "/runs", events_path: str = "/threads/{thread_id}/runs/{run_id}/events",
+                 run_path: str = "/threads/{thread_id}/runs/{run_id}", health_path: str = "/health",
                  keepalive: float = 15.0, retry: float = 3.0, poll_interval: float = 0.05,
                  recover: bool = True, catch_up_after: int | None = 1000, lease_ttl: float = 10.0,
-                 group_commit: GroupCommit | None = None, max_followers: int = 1000) -> None:
-        if not callable(runner):
-            raise TypeError(f"runner must be an async callable, not {type(runner).__name__}")
+                 group_commit: GroupCommit | None = None, max_followers: int = 1000,
+                 authorize: Authorize | None = None, cors_origins: Collection[str] | None = None,
+                 cors_headers: Collection[str] = (), cors_credentials: bool = False,
+                 cancel_on_disconnect: bool = False, max_body_bytes: int = MAX_BODY_BYTES,
+                 show_hidden: bool = False, max_event_bytes: int | None = MAX_EVENT_BYTES) -> None:
+        self._runner = as_runner(runner)
+        if reattach is None:
+            reattach = getattr(self._runner, "reattach", None)
         for name, value in (("keepalive", keepalive), ("retry", retry), ("poll_interval", poll_interval)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise ValueError(f"{name} must be a number of seconds > 0, not {value!r}")
-        if "{thread_id}" not in events_path or "{run_id}" not in events_path:
-            raise ValueError(f"events_path must hold {{thread_id}} and {{run_id}}: {events_path!r}")
+        for name, path in (("events_path", events_path), ("run_path", run_path)):
+            if "{thread_id}" not in path or "{run_id}" not in path:
+                raise ValueError(f"{name} must hold {{thread_id}} and {{run_id}}: {path!r}")
+        if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes < 1:
+            raise ValueError(f"max_body_bytes must be an int >= 1, not {max_body_bytes!r}")
+        if authorize is not None and not callable(authorize):
+            raise TypeError(f"authorize must be callable, not {type(authorize).__name__}")
+        observer_options: dict[str, Any] = {"show_hidden": show_hidden, "max_event_bytes": max_event_bytes}
         leases: PostgresLeases | None = None
         if database is not None:
             if journal is not None or deliveries is not None:
@@ -161,14 +295,15 @@ class AguiServer:
             self._owned = False
         try:
             self.stores = stores_of(journal, deliveries)
-            if database is not None and is_postgres_url(database):
+            target = database if database is not None else getattr(journal, "url", None)
+            if target is not None and is_postgres_url(target):
                 from .host.postgres import PostgresLeases as Leases
 
-                leases = Leases(os.fspath(database), ttl=lease_ttl)
+                leases = Leases(os.fspath(target), ttl=lease_ttl)
             self.supervisor = RunSupervisor(
                 self.stores, processor=processor, reattach=reattach, group_commit=group_commit, leases=leases,
                 scan_interval=max(poll_interval, 0.2), poll_interval=poll_interval, catch_up_after=catch_up_after,
-                max_followers=max_followers, keepalive=keepalive)
+                max_followers=max_followers, keepalive=keepalive, observer_options=observer_options)
         except BaseException:
             if self._owned:
                 journal.close()
@@ -179,12 +314,46 @@ class AguiServer:
         self.journal = journal
         self.deliveries = deliveries
         self._leases = leases
-        self._runner = runner
         self._recover = recover
+        self._authorize = authorize
+        self._cancel_on_disconnect = bool(cancel_on_disconnect)
+        self._max_body = max_body_bytes
         self._retry = sse_retry(retry).encode()
+        self._locks: dict[str, tuple[asyncio.Lock, list[int]]] = {}
+        self._thread_locks: Any = None
+        if leases is not None:
+            from .host.postgres.locks import ThreadLocks
+
+            self._thread_locks = ThreadLocks(os.fspath(target))  # type: ignore[arg-type]
+        self._known: collections.OrderedDict[str, WireRun] = collections.OrderedDict()
+        middleware = []
+        if cors_origins is not None:
+            middleware.append(Middleware(
+                _Cors, allow_origins=list(cors_origins), allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+                allow_headers=sorted({*CORS_HEADERS, *(h.lower() for h in cors_headers)}),
+                allow_credentials=cors_credentials, expose_headers=[]))
         self.app = Starlette(routes=[Route(runs_path, self._post_run, methods=["POST"]),
-                                     Route(events_path, self._get_events, methods=["GET"])],
-                             lifespan=self._lifespan)
+                                     _EncodedRoute(events_path, self._get_events, methods=["GET"]),
+                                     _EncodedRoute(run_path, self._delete_run, methods=["DELETE"]),
+                                     Route(health_path, self._health, methods=["GET"])],
+                             middleware=middleware, lifespan=self._lifespan)
+
+    @classmethod
+    def for_agent(cls, agent: Any, *, configure: Any = None, **options: Any) -> AguiServer:
+        """The server of an a13n-harness ``ExecutableAgent`` (the ``a13n`` extra, Python 3.13):
+        ``AguiServer(A13nRunner(agent, configure=configure, **stream_options), **server_options)``,
+        where the server's options are the keywords this class takes (``database=``, ``authorize=``,
+        ...) and every other keyword is an ``agent.stream()`` option. Raises as both constructors do."""
+        from .serve_a13n import A13nRunner
+
+        server_options = {k: v for k, v in options.items() if k in _SERVER_OPTIONS}
+        stream_options = {k: v for k, v in options.items() if k not in _SERVER_OPTIONS}
+        return cls(A13nRunner(agent, configure=configure, **stream_options), **server_options)
+
+    @property
+    def runner(self) -> Runner:
+        """The runner (a plain callable is wrapped in a ``CallableRunner``)."""
+        return self._runner
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -202,7 +371,7 @@ class AguiServer:
 
     async def start(self) -> tuple[str, ...]:
         """Resume every unfinished Run of the database as a background task (unless ``recover=False``).
-        Returns their run ids. Raises what the stores raise for a damaged file.
+        Returns their (source) run ids. Raises what the stores raise for a damaged file.
 
         On PostgreSQL, a ``host.postgres.Worker`` does it instead, and goes on doing it: it takes every
         Run whose lease is free (its server died, or hung past ``lease_ttl``), re-attaches its Harness
@@ -212,6 +381,9 @@ class AguiServer:
     async def stop(self) -> None:
         """Stop the drivers (the stores stay whole) and close the stores opened here."""
         await self.supervisor.stop()
+        if self._thread_locks is not None:
+            await self._thread_locks.close()
+        self.stores.close()
         if self._owned:
             self.journal.close()
             self.deliveries.close()
@@ -219,8 +391,25 @@ class AguiServer:
             self._leases.close()
 
     async def wait(self, run_id: str) -> None:
-        """Wait until this process's driver of the Run has ended (at once if there is none)."""
+        """Wait until this process's driver of the Run (its source run id) has ended (at once if none)."""
         await self.supervisor.wait(run_id)
+
+    async def resolve(self, thread_id: str, run_id: str) -> WireRun | None:
+        """The binding of the Run its clients name ``thread_id`` / ``run_id`` (the wire ids), None when
+        the database knows no such Run of that Thread. A Run journaled without a binding is its own."""
+        wire = await self._binding(run_id)
+        return wire if wire is not None and wire.wire_thread_id == thread_id else None
+
+    async def cancel(self, thread_id: str, run_id: str) -> bool:
+        """Cancel the Run its clients name ``thread_id`` / ``run_id``: its Harness is asked to stop and the
+        Run ends through its own stream (a13n-harness: RUN_FINISHED with the cancelled outcome; a plain
+        runner's: RUN_ERROR ``harness_agui.cancelled``), journaled like any. True when a cancel was asked;
+        False when the Run had ended, or is driven by another server. KeyError for a Run the database
+        does not know (or of another Thread)."""
+        wire = await self.resolve(thread_id, run_id)
+        if wire is None:
+            raise KeyError(f"thread {thread_id!r} has no run {run_id!r}")
+        return self.supervisor.cancel(wire.source_run_id)
 
     # -- HTTP -------------------------------------------------------------------------------
 
@@ -230,12 +419,17 @@ class AguiServer:
     async def _get_events(self, request: Request) -> Response:
         return await self._answer(self._follow_run(request))
 
+    async def _delete_run(self, request: Request) -> Response:
+        return await self._answer(self._cancel_run(request))
+
     async def _answer(self, handling: Awaitable[Response]) -> Response:
         try:
             response: Response = await handling
             return response
         except _Refused as e:
             return e.response
+        except RunRefused as e:
+            return JSONResponse(e.body(), status_code=e.status)
         except StorageError as e:
             return _error(500, "storage_error", str(e))
         except Exception as e:
@@ -243,87 +437,240 @@ class AguiServer:
                 return _error(503, "database_unavailable", f"the database cannot be reached: {type(e).__name__}")
             raise
 
-    async def _start_run(self, request: Request) -> Response:
+    async def _health(self, request: Request) -> Response:
         try:
-            body = await request.json()
+            await asyncio.to_thread(self.stores.bindings.source_of, "")
+        except Exception as e:
+            return _error(503, "database_unavailable", f"the database does not answer: {type(e).__name__}: {e}")
+        return JSONResponse({"status": "ok", "runs": len(self.supervisor.driven)})
+
+    async def _read_body(self, request: Request) -> Any:
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self._max_body:
+            raise _refuse(413, "body_too_large", f"the body is {declared} bytes; at most {self._max_body} are taken")
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > self._max_body:
+                raise _refuse(413, "body_too_large", f"the body is over {self._max_body} bytes")
+            chunks.append(chunk)
+        try:
+            return json.loads(b"".join(chunks))
+        except RecursionError:
+            raise _refuse(422, "invalid_request", "the body is nested too deep") from None
         except ValueError as e:
-            return _error(422, "invalid_request", f"the body is not JSON: {e}")
+            raise _refuse(422, "invalid_request", f"the body is not JSON: {e}") from None
+
+    async def _start_run(self, request: Request) -> Response:
+        body = await self._read_body(request)
         try:
             run_input = RunAgentInput.model_validate(body)
+        except RecursionError:
+            raise _refuse(422, "invalid_request", "the body is nested too deep") from None
         except ValidationError as e:
-            return _error(422, "invalid_request", "the body is not an AG-UI RunAgentInput",
-                          detail=json.loads(e.json(include_url=False, include_input=False)))
-        run_id, thread_id = run_input.run_id, run_input.thread_id
-        if not run_id.strip() or not thread_id.strip():
-            return _error(422, "invalid_request", "threadId and runId must not be blank")
-        after = self._last_event_id(request, run_id, query=False)
-        known = await self.supervisor.thread_of(run_id)
-        if known is not None and known != thread_id:
-            return _error(409, "run_conflict", f"run {run_id!r} belongs to another thread")
-        await self._check_known_id(run_id, after, request)
+            raise _refuse(422, "invalid_request", "the body is not an AG-UI RunAgentInput",
+                          detail=json.loads(e.json(include_url=False, include_input=False))) from None
+        thread_id, run_id = run_input.thread_id, run_input.run_id
+        check_id("threadId", thread_id)
+        check_id("runId", run_id)
+        context = self._context(request, "run", thread_id, run_id, run_input)
+        await self._authorized(context)
+        known = await self._known_of(thread_id, run_id)
         if known is None:
-            runner = self._runner
-            started = self.supervisor.start_run(thread_id, run_id, lambda: runner(run_input))
-            if started != thread_id:
-                return _error(409, "run_conflict", f"run {run_id!r} belongs to another thread")
-        return self._stream(run_id, after)
+            async with self._thread_lock(thread_id):
+                known = await self._known_of(thread_id, run_id)  # started meanwhile by another request
+                if known is None:
+                    known = await self._launch(run_input, context)
+        return self._stream(known.source_run_id, await self._after(request, known, query=False),
+                            cancel=self._cancel_on_disconnect)
+
+    async def _known_of(self, thread_id: str, run_id: str) -> WireRun | None:
+        known = await self._binding(run_id)
+        if known is not None and known.wire_thread_id != thread_id:
+            raise _refuse(409, "run_conflict", f"run {run_id!r} belongs to another thread")
+        return known
+
+    async def _launch(self, run_input: RunAgentInput, context: RequestContext) -> WireRun:
+        # Start the Run (the runner reads the Thread), bind it, and register it: under the Thread's lock.
+        if context.request is not None and context.request.headers.get("last-event-id"):
+            raise _refuse(400, "bad_last_event_id", f"run {run_input.run_id!r} has no events yet")
+        live = await self.supervisor.live_runs()
+        try:
+            started = await self._runner.start(run_input, journal=self.journal, request=context,
+                                               running=live.__contains__)
+        except (RunRefused, asyncio.CancelledError):
+            raise
+        except BaseException as e:  # noqa: B036 - a runner never takes the server down, whatever it raises
+            log.exception("run %r: the runner failed to start it", run_input.run_id)
+            raise _refuse(500, "harness_agui.harness_failed",
+                          f"the runner failed to start the run: {type(e).__name__}: {e}") from None
+        source_thread, source_run = getattr(started, "thread_id", None), getattr(started, "run_id", None)
+        if not (isinstance(source_thread, str) and source_thread.strip() and isinstance(source_run, str)
+                and source_run.strip()):
+            raise _refuse(500, "harness_agui.harness_failed",
+                          f"the runner's run has no thread_id and run_id: {source_thread!r}, {source_run!r}")
+        wire = WireRun(run_input.thread_id, run_input.run_id, source_thread, source_run)
+        try:
+            bound = await asyncio.to_thread(self.stores.bindings.bind, wire)
+        except ValueError as e:  # the runner gave a Harness run id that is bound to another request
+            started.cancel()
+            raise _refuse(500, "harness_agui.harness_failed", str(e)) from None
+        self._remember(bound)
+        if bound != wire:  # the run id was taken first (by another Thread, or this request sent twice)
+            started.cancel()
+            if bound.wire_thread_id != wire.wire_thread_id:
+                raise _refuse(409, "run_conflict", f"run {wire.wire_run_id!r} belongs to another thread")
+            return bound
+        self.supervisor.start_run(started, wire=wire)
+        await self.supervisor.registered(source_run)
+        return wire
 
     async def _follow_run(self, request: Request) -> Response:
         thread_id, run_id = request.path_params["thread_id"], request.path_params["run_id"]
-        after = self._last_event_id(request, run_id, query=True)
-        if await self.supervisor.thread_of(run_id) != thread_id:
-            return _error(404, "unknown_run", f"thread {thread_id!r} has no run {run_id!r}")
-        await self._check_known_id(run_id, after, request)
-        return self._stream(run_id, after, late_joiner=after == 0)
+        check_id("thread id", thread_id)
+        check_id("run id", run_id)
+        await self._authorized(self._context(request, "follow", thread_id, run_id))
+        wire = await self.resolve(thread_id, run_id)
+        if wire is None:
+            raise _refuse(404, "unknown_run", f"thread {thread_id!r} has no run {run_id!r}")
+        after = await self._after(request, wire, query=True)
+        return self._stream(wire.source_run_id, after, late_joiner=after == 0)
+
+    async def _cancel_run(self, request: Request) -> Response:
+        thread_id, run_id = request.path_params["thread_id"], request.path_params["run_id"]
+        check_id("thread id", thread_id)
+        check_id("run id", run_id)
+        await self._authorized(self._context(request, "cancel", thread_id, run_id))
+        wire = await self.resolve(thread_id, run_id)
+        if wire is None:
+            raise _refuse(404, "unknown_run", f"thread {thread_id!r} has no run {run_id!r}")
+        if self.supervisor.cancel(wire.source_run_id):
+            return JSONResponse({"cancelled": True}, status_code=202)
+        if await asyncio.to_thread(self.deliveries.finished, wire.source_run_id):
+            return JSONResponse({"cancelled": False}, status_code=200)
+        raise _refuse(409, "run_elsewhere", f"run {run_id!r} is driven by another server: cancel it there")
+
+    # -- helpers ------------------------------------------------------------------------------
 
     @staticmethod
-    def _last_event_id(request: Request, run_id: str, *, query: bool) -> int:
+    def _context(request: Request, action: Any, thread_id: str, run_id: str,
+                 run_input: RunAgentInput | None = None) -> RequestContext:
+        headers: dict[str, str] = {}
+        for name, value in request.headers.items():
+            headers[name] = f"{headers[name]}, {value}" if name in headers else value
+        client = None if request.client is None else (request.client.host, request.client.port)
+        return RequestContext(action=action, method=request.method, path=request.url.path, headers=headers,
+                              client=client, thread_id=thread_id, run_id=run_id, run_input=run_input,
+                              request=request)
+
+    async def _authorized(self, context: RequestContext) -> None:
+        if self._authorize is None:
+            return
+        try:
+            verdict = self._authorize(context)
+            if inspect.isawaitable(verdict):
+                verdict = await verdict
+        except (RunRefused, asyncio.CancelledError):
+            raise
+        except BaseException as e:  # noqa: B036 - a hook never takes the server down
+            log.exception("the authorize hook failed")
+            raise _refuse(500, "authorize_failed", f"the authorize hook failed: {type(e).__name__}") from None
+        if verdict is not True:
+            raise _refuse(403, "forbidden", f"not allowed to {context.action} run {context.run_id!r}")
+
+    async def _binding(self, run_id: str) -> WireRun | None:
+        # The binding of a client's run id (cached: bindings never change); a Run journaled without one
+        # (and whose id is not another Run's source id) is named by its own ids.
+        known = self._known.get(run_id)
+        if known is not None:
+            self._known.move_to_end(run_id)
+            return known
+        bindings = self.stores.bindings
+        known = await asyncio.to_thread(bindings.source_of, run_id)
+        if known is None:
+            if await asyncio.to_thread(bindings.wire_of, run_id) is not None:
+                return None  # a Harness's id, not a client's
+            thread_id = await self.supervisor.thread_of(run_id)
+            if thread_id is None:
+                return None
+            known = WireRun.same(thread_id, run_id)
+        self._remember(known)
+        return known
+
+    def _remember(self, wire: WireRun) -> None:
+        self._known[wire.wire_run_id] = wire
+        if len(self._known) > _KNOWN_CACHE:
+            self._known.popitem(last=False)
+
+    async def _after(self, request: Request, wire: WireRun, *, query: bool) -> int:
         value = request.headers.get("last-event-id")
         if value is None and query:
             value = request.query_params.get("last_event_id")
         try:
-            return parse_last_event_id(value, run_id=run_id)
+            after = parse_last_event_id(value, run_id=wire.source_run_id)
         except UnknownEventIdError as e:
-            raise _Refused(_error(400, "bad_last_event_id", str(e))) from None
+            raise _refuse(400, "bad_last_event_id", str(e)) from None
+        if after:
+            last = await self.supervisor.last_event_id(wire.source_run_id)
+            if after > last:
+                raise _refuse(400, "bad_last_event_id", f"run {wire.wire_run_id!r}: event id {value} was never "
+                                                        f"assigned (the last is {last})")
+        return after
 
-    async def _check_known_id(self, run_id: str, after: int, request: Request) -> None:
-        if after == 0:
-            return
-        last = await self.supervisor.last_event_id(run_id)
-        if after > last:
-            raise _Refused(_error(400, "bad_last_event_id",
-                                  f"run {run_id!r}: event id {request.headers.get('last-event-id') or after} "
-                                  f"was never assigned (the last is {last})"))
+    @contextlib.asynccontextmanager
+    async def _thread_lock(self, thread_id: str) -> AsyncIterator[None]:
+        # One start at a time per Thread: an asyncio lock here, and on PostgreSQL the Thread's lock in the
+        # database too (``host.postgres.locks``), held until the new Run is registered.
+        entry = self._locks.get(thread_id)
+        if entry is None:
+            entry = self._locks[thread_id] = (asyncio.Lock(), [0])
+        lock, users = entry
+        users[0] += 1
+        try:
+            async with lock:
+                if self._thread_locks is None:
+                    yield
+                else:
+                    async with self._thread_locks.hold(thread_id):
+                        yield
+        finally:
+            users[0] -= 1
+            if not users[0]:
+                del self._locks[thread_id]
 
-    def _stream(self, run_id: str, after: int, *, late_joiner: bool = False) -> Response:
+    def _stream(self, run_id: str, after: int, *, late_joiner: bool = False, cancel: bool = False) -> Response:
         try:
             frames = self.supervisor.follow(run_id, after=after, late_joiner=late_joiner)
         except FollowerLimitError as e:
             return _error(503, "too_many_followers", str(e))
-        return StreamingResponse(self._frames(frames), media_type="text/event-stream", headers=SSE_HEADERS)
+        on_disconnect = (lambda: self.supervisor.cancel(run_id)) if cancel else None
+        return StreamingResponse(self._frames(frames, on_disconnect), media_type="text/event-stream",
+                                 headers=SSE_HEADERS)
 
-    async def _frames(self, frames: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-        yield self._retry
-        async for chunk in frames:
-            yield chunk
+    async def _frames(self, frames: AsyncIterator[bytes], on_disconnect: Callable[[], object] | None,
+                      ) -> AsyncIterator[bytes]:
+        ended = False
+        try:
+            yield self._retry
+            async for chunk in frames:
+                yield chunk
+            ended = True
+        finally:
+            if not ended and on_disconnect is not None:
+                on_disconnect()
 
 
-def create_app(runner: Runner, **options: Any) -> Starlette:
-    """A Starlette app serving AG-UI for ``runner``'s Runs: ``AguiServer(runner, **options).app``.
-
-    Takes the options of ``AguiServer`` (``database=`` or ``journal=`` and
-    ``deliveries=``, ``synchronous``, ``processor``, ``reattach``, the paths,
-    ``keepalive``, ``retry``, ``poll_interval``, ``group_commit``,
-    ``max_followers``); the server is ``app.state.agui``. Raises as
-    ``AguiServer`` does."""
+def create_app(runner: Runner | RunnerCallable, **options: Any) -> Starlette:
+    """A Starlette app serving AG-UI for ``runner``'s Runs: ``AguiServer(runner, **options).app``, with the
+    server as ``app.state.agui``. Takes the options of ``AguiServer``; raises as it does."""
     server = AguiServer(runner, **options)
     server.app.state.agui = server
     return server.app
 
 
-# -- the built-in simulated Harness (``harness-agui serve --demo``) ------------------------
+# -- the built-in simulated Harness ------------------------------------------------------------
 
-def demo_harness(*, pace: float = 0.03) -> tuple[Runner, Reattach]:
+def demo_harness(*, pace: float = 0.03) -> tuple[RunnerCallable, Reattach]:
     """A simulated Harness for demonstrations: the Run of ``testing.simulated_run`` under the
     request's thread and run ids, one item every ``pace`` seconds (about a model's token rate), and
     the matching ``Reattach`` that continues it after a restart. It answers every request the same way."""
@@ -335,10 +682,10 @@ def demo_harness(*, pace: float = 0.03) -> tuple[Runner, Reattach]:
             await asyncio.sleep(pace)
             yield item
 
-    def runner(run_input: RunAgentInput) -> AsyncIterable[HarnessStreamEvent]:
+    def runner(run_input: RunAgentInput) -> AsyncIterator[HarnessStreamEvent]:
         return items(run_input.thread_id, run_input.run_id, None)
 
-    def reattach(thread_id: str, run_id: str, after: Cursor) -> AsyncIterable[HarnessStreamEvent]:
+    def reattach(thread_id: str, run_id: str, after: Cursor) -> AsyncIterator[HarnessStreamEvent]:
         return items(thread_id, run_id, after)
 
     return runner, reattach

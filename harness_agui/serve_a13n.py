@@ -75,7 +75,6 @@ from ag_ui.core import RunAgentInput
 from pydantic import ValidationError
 
 from .a13n import from_a13n, to_a13n
-from .core.errors import HarnessAguiError
 from .core.reduce import CLIENT_MESSAGE_ID, interrupt_id
 from .core.source import (
     DeferredToolCall,
@@ -86,6 +85,7 @@ from .core.source import (
     RunResult,
     ToolResultEvent,
 )
+from .host.runner import RunRefused
 
 __all__ = [
     "A13nRunner",
@@ -185,28 +185,6 @@ def source_thread_id(wire_thread_id: str) -> str:
 
 
 # -- refusals --------------------------------------------------------------------------------------
-
-class RunRefused(HarnessAguiError, ValueError):
-    """A request the runner will not start a Run for; nothing was started or written.
-
-    ``status`` is the HTTP status to answer with, ``code`` a stable name of the reason, ``message`` the
-    text for the client and ``detail`` more JSON about it (or None). ``body()`` is the JSON body."""
-
-    status = 400
-
-    def __init__(self, code: str, message: str, *, detail: Any = None) -> None:
-        self.code = code
-        self.message = message
-        self.detail = detail
-        super().__init__(message)
-
-    def body(self) -> dict[str, Any]:
-        """``{"error": code, "message": message}``, with ``detail`` when there is one."""
-        out: dict[str, Any] = {"error": self.code, "message": self.message}
-        if self.detail is not None:
-            out["detail"] = self.detail
-        return out
-
 
 class ThreadConflictError(RunRefused):
     """409: the request disagrees with what the Thread's journal holds (its messages do not hold the

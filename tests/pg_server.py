@@ -15,7 +15,7 @@ import urllib.parse
 
 import psycopg
 
-from harness_agui.host.postgres import TemporaryPostgres
+from harness_agui.testing.postgres import TemporaryPostgres
 
 _server: TemporaryPostgres | None = None
 _names = itertools.count(1)

@@ -12,6 +12,8 @@ Each scenario is a Harness that answers any request with the Run it names:
   projection refuses it;
 - ``raises``: a few good items, a pause, then the Harness stream raises;
 - ``stalls``: a few good items, then nothing for a long while (keep-alives);
+- ``exits``: a few good items, a pause, then the Harness stream raises SystemExit (a runner must never
+  take the server down);
 - ``paced``: a Run of ``--items`` text deltas (one event each) and its result, one item every
   ``--pace`` seconds; restarted or taken over, it is re-attached after the journal's cursor;
 - ``tools``: ``--items`` tool calls with their results as fast as the server takes them, then
@@ -97,6 +99,8 @@ def harness(scenario: str, items: int = 300, pace: float = 0.01):  # type: ignor
             raise ConnectionResetError("the Harness went away")
         elif scenario == "stalls":
             await asyncio.sleep(3600)
+        elif scenario == "exits":
+            raise SystemExit(3)
         else:
             raise ValueError(f"unknown scenario {scenario!r}")
 

@@ -168,9 +168,20 @@ def test_the_cycle_check_finds_a_cycle_through_a_function_level_import() -> None
     assert _find_cycle({"a": {"b"}, "b": set()}) is None
 
 
+# Dynamic imports of a module the user names, never one of the package's: ``harness-agui serve MODULE:ATTR``
+# imports the user's module (the Host's agent), so its target is not known to the source.
+USER_NAMED = {"harness_agui.cli:importlib.import_module(module_name)"}
+
+
 def test_every_dynamic_import_in_the_package_names_its_module() -> None:
-    unknown = [u for module in MODULES for u in _imports(module)[1]]
+    unknown = [u for module in MODULES for u in _imports(module)[1]
+               if f"{module}:{u.split(': ', 1)[1]}" not in USER_NAMED]
     assert not unknown, unknown
+
+
+# Edges kept for one release only, to serve a name from where it used to be (with a DeprecationWarning):
+# TemporaryPostgres moved from host.postgres to testing.postgres.
+DEPRECATED_EDGES = {("harness_agui.host.postgres.server", "harness_agui.testing.postgres")}
 
 
 @pytest.mark.parametrize("layer", sorted(ALLOWED))
@@ -178,7 +189,7 @@ def test_each_layer_imports_only_the_layers_below_it(layer: str) -> None:
     wrong = sorted(
         f"{module} imports {target}"
         for module, targets in GRAPH.items() if _layer(module) == layer
-        for target in targets if _layer(target) not in ALLOWED[layer]
+        for target in targets if _layer(target) not in ALLOWED[layer] and (module, target) not in DEPRECATED_EDGES
     )
     assert not wrong, wrong
 

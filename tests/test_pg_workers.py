@@ -66,8 +66,8 @@ def a_run(run_id: str, rounds: int = 6) -> list[HarnessStreamEvent]:
 # -- the throwaway server ----------------------------------------------------------------------
 
 def test_without_the_postgresql_binaries_the_server_fails_saying_where_it_looked(monkeypatch, tmp_path):
-    from harness_agui.host.postgres import PostgresNotFoundError, TemporaryPostgres
-    from harness_agui.host.postgres import server as module
+    from harness_agui.testing import postgres as module
+    from harness_agui.testing.postgres import PostgresNotFoundError, TemporaryPostgres
 
     monkeypatch.setenv("HARNESS_AGUI_PG_BIN", str(tmp_path))
     monkeypatch.setattr(module.shutil, "which", lambda name: None)

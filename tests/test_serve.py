@@ -202,6 +202,44 @@ def test_a_client_that_disconnects_cancels_nothing_and_the_run_can_be_followed_t
     assert json.loads(events[-1][1])["type"] == "RUN_FINISHED"
 
 
+def connect(node: str, server: Server, mode: str, last_event_id: str | None = None) -> dict[str, Any]:  # noqa: F811
+    done = subprocess.run([node, str(NODE_DIR / "http_connect.mjs"), server.base, THREAD, RUN, mode,
+                           *([last_event_id] if last_event_id else [])], capture_output=True, text=True, timeout=60)
+    out: dict[str, Any] = json.loads(done.stdout)
+    return out
+
+
+def test_the_official_client_reconnects_by_posting_the_same_run_id_or_by_a_connect_that_gets_the_events_route(
+        tmp_path: Path, servers: list[Server], node: str) -> None:  # noqa: F811
+    server = demo_server(tmp_path / "host.db", free_port(), pace=0.02)
+    servers.append(server)
+    with httpx.Client(timeout=10) as client, client.stream("POST", f"{server.base}/runs", json=run_input()) as response:
+        seen = [f for f in frames(response) if "data" in f][:10]  # the client's POST breaks mid-run
+    expected = projection()
+    messages = client_replay(node, expected)["messages"]
+    # 1. HttpAgent.runAgent() with the same runId (a fresh client, as after a page reload): the Run again,
+    #    from RUN_STARTED, then live to its end; no second Run is started.
+    again = agent_result(http_agent(node, f"{server.base}/runs"))
+    assert again["ok"], again.get("error")
+    assert [number(i) for i in again["ids"]] == list(range(1, len(expected) + 1))
+    assert again["newMessages"] == messages
+    # 2. connectAgent(): a stock HttpAgent implements no connect(), so it gets nothing ...
+    stock = connect(node, server, "stock")
+    assert stock["ok"] and stock["events"] == [] and stock["newMessages"] == []
+    # ... and one whose connect() GETs the events route gets the Run through the client's own pipeline.
+    events = connect(node, server, "events")
+    assert events["ok"], events.get("error")
+    assert events["newMessages"] == messages and events["events"][0]["type"] == "RUN_STARTED"
+    # 3. A Last-Event-ID resumes after that event, which the client's verifier refuses (the first event must be
+    #    RUN_STARTED): resuming mid-run is for SSE clients that keep their state (EventSource), not for connect().
+    resumed = connect(node, server, "events", seen[-1]["id"])
+    assert not resumed["ok"] and "First event must be 'RUN_STARTED'" in resumed["error"]
+    with httpx.Client(timeout=10) as client, \
+            client.stream("GET", events_url(server), headers={"Last-Event-ID": seen[-1]["id"]}) as response:
+        rest = read_events(response)
+    assert [f["data"] for f in seen] + [d for _, d in rest] == expected
+
+
 def test_a_server_killed_mid_run_restarts_and_a_reconnecting_client_gets_every_event_exactly_once(
         tmp_path: Path, servers: list[Server], node: str) -> None:  # noqa: F811
     database, port = tmp_path / "host.db", free_port()

@@ -23,8 +23,8 @@ import pytest
 from serve_host import paced_items
 from test_serve import THREAD, Server, events_url, frames, free_port, run_input
 
-from harness_agui.host.postgres import TemporaryPostgres
 from harness_agui.testing import projection_json
+from harness_agui.testing.postgres import TemporaryPostgres
 
 HERE = Path(__file__).parent
 ITEMS, PACE = 400, 0.01

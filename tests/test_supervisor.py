@@ -19,6 +19,7 @@ from harness_agui.host import (
     parse_last_event_id,
 )
 from harness_agui.host.batch import GroupCommit
+from harness_agui.host.runner import CallableRun
 from harness_agui.host.stores import stores_of
 from harness_agui.host.supervisor import RunSupervisor
 from harness_agui.testing import SourceBuilder, projection_json, simulated_run
@@ -56,6 +57,7 @@ class Host:
 
     async def close(self) -> None:
         await self.supervisor.stop()
+        self.supervisor.stores.close()
         self.journal.close()
         self.deliveries.close()
 
@@ -72,7 +74,7 @@ def test_every_event_a_follower_is_sent_is_committed_with_its_item_before_it_is_
         seen: list[bytes] = []
         with SqliteDeliveryLog(tmp_path / "host.db", read_only=True) as log, \
                 SqliteSourceJournal(tmp_path / "host.db", read_only=True) as journal:
-            host.supervisor.start_run("thread-s", "run-durable", lambda: paced(items))
+            host.supervisor.start_run(CallableRun(lambda: paced(items), thread_id="thread-s", run_id="run-durable"))
             async for chunk in host.supervisor.follow("run-durable"):
                 seen.append(chunk)
                 last = frames_of(seen)[-1][0]
@@ -94,7 +96,8 @@ def test_the_writes_of_runs_that_stream_at_once_share_transactions(tmp_path: Pat
     async def scenario() -> tuple[int, int]:
         host = Host(tmp_path / "host.db", group_commit=GroupCommit(max_items=512, max_delay=0.005))
         for run_id, items in runs.items():
-            host.supervisor.start_run("thread-s", run_id, lambda items=items: paced(items))
+            host.supervisor.start_run(CallableRun(lambda items=items: paced(items), thread_id="thread-s",
+                                                  run_id=run_id))
         for run_id in runs:
             await host.supervisor.wait(run_id)
         writer = host.supervisor.writer
@@ -123,7 +126,7 @@ def test_followers_of_a_run_driven_here_are_served_from_memory_without_reading_t
             return page(run_id, **options)
 
         host.deliveries.page = counted  # type: ignore[method-assign]
-        host.supervisor.start_run("thread-s", "run-memory", lambda: paced(items, 0.005))
+        host.supervisor.start_run(CallableRun(lambda: paced(items, 0.005), thread_id="thread-s", run_id="run-memory"))
         followers = [asyncio.create_task(collect(host.supervisor.follow("run-memory"))) for _ in range(5)]
         got = await asyncio.gather(*followers)
         await host.close()
@@ -140,7 +143,8 @@ def test_a_follower_of_a_run_another_process_drives_on_the_same_file_gets_every_
 
     async def scenario() -> list[bytes]:
         driver, reader = Host(tmp_path / "host.db"), Host(tmp_path / "host.db")
-        driver.supervisor.start_run("thread-s", "run-elsewhere", lambda: paced(items, 0.003))
+        driver.supervisor.start_run(CallableRun(lambda: paced(items, 0.003), thread_id="thread-s",
+                                                run_id="run-elsewhere"))
         while await reader.supervisor.last_event_id("run-elsewhere") < 5:
             await asyncio.sleep(0.01)
         got = await collect(reader.supervisor.follow("run-elsewhere"))  # pages, then the shared reader
@@ -158,7 +162,7 @@ def test_a_run_that_has_all_the_followers_it_may_have_turns_the_next_one_away(tm
 
     async def scenario() -> None:
         host = Host(tmp_path / "host.db", max_followers=2)
-        host.supervisor.start_run("thread-s", "run-full", lambda: paced(items, 0.01))
+        host.supervisor.start_run(CallableRun(lambda: paced(items, 0.01), thread_id="thread-s", run_id="run-full"))
         first = [host.supervisor.follow("run-full") for _ in range(2)]
         firsts = [await anext(f) for f in first]  # attached
         assert all(firsts)
@@ -233,3 +237,31 @@ def test_two_supervisors_driving_one_run_record_each_event_once(tmp_path: Path) 
     assert [d.data for d in delivered] == projection_json(items)
     assert [parse_last_event_id(d.sse_id, run_id="run-twice") for d in delivered] == \
         list(range(1, len(delivered) + 1))
+
+
+def test_a_run_recovered_at_start_up_reports_its_committed_last_event_id_before_its_driver_resumes_it(
+        tmp_path: Path) -> None:
+    items = a_run("run-resumed", deltas=60)
+    database = tmp_path / "host.db"
+
+    async def interrupted() -> int:
+        host = Host(database)
+        host.supervisor.start_run(CallableRun(lambda: paced(items, 0.01), thread_id="thread-s",
+                                              run_id="run-resumed"))
+        while await host.supervisor.last_event_id("run-resumed") < 20:
+            await asyncio.sleep(0.01)
+        await host.close()  # as a process that stops mid-run: every commit is whole
+        with SqliteDeliveryLog(database, read_only=True) as log:
+            return log.last_event_id("run-resumed")
+
+    committed = asyncio.run(interrupted())
+
+    async def recovered() -> int:
+        host = Host(database, reattach=lambda thread_id, run_id, after: paced(items[after + 1:], 0.01))
+        assert await host.supervisor.start() == ("run-resumed",)
+        last = await host.supervisor.last_event_id("run-resumed")  # the driver has not run yet
+        await host.supervisor.wait("run-resumed")
+        await host.close()
+        return last
+
+    assert asyncio.run(recovered()) == committed > 0

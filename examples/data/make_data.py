@@ -11,6 +11,8 @@ regenerate them; the test suite checks that the files match this script.
 - approval_then_new_run.jsonl: two Runs of one thread: the suspended Run, then
   the Run that continues after the approval (``replay`` needs ``--run``).
 - broken_journal.jsonl: a Run damaged on purpose for ``harness-agui check``.
+- delegating_run.jsonl: a Run that delegates to a subagent, which delegates to another: one stream of
+  three Runs (``harness_agui.testing.simulated_delegation``; the README's Host example journals it).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 from harness_agui.core.source import HarnessEvent, HarnessStreamEvent, PartStartEvent, ToolCallPart
-from harness_agui.testing import SourceBuilder
+from harness_agui.testing import SourceBuilder, simulated_delegation
 from harness_agui.wire.codec import encode
 
 HERE = Path(__file__).resolve().parent
@@ -156,6 +158,7 @@ def journals() -> dict[str, str]:
         "tool_calls_with_failure.jsonl": tool_calls_with_failure(),
         "suspended_for_approval.jsonl": suspended_for_approval(),
         "approval_then_new_run.jsonl": approval_then_new_run(),
+        "delegating_run.jsonl": simulated_delegation("run-trip"),
     }
     files = {name: "".join(encode(item) + "\n" for item in items) for name, items in runs.items()}
     files["broken_journal.jsonl"] = "".join(line + "\n" for line in broken_journal())

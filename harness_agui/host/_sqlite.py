@@ -436,6 +436,10 @@ class Database:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def synchronous(self) -> str:
+        return self._synchronous
+
 
 def _earlier(path: str, table: Table) -> StorageError:
     return StorageError(f"{path}: table {table.name} has the layout of an earlier release; open the store once "

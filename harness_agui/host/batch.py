@@ -48,6 +48,7 @@ from typing import Any, Protocol
 import attrs
 
 from ._sqlite import Database
+from .bindings import SqliteRunBindings
 from .delivery import SqliteDeliveryLog, write_records
 from .journal import SqliteSourceJournal, write_items
 from .retry import RECONNECT, RetryPolicy
@@ -260,11 +261,25 @@ def _settle(entries: list[tuple[asyncio.Future[None], BaseException | None]]) ->
 # -- SQLite ------------------------------------------------------------------------------------
 
 class SqliteStores:
-    """A ``SqliteSourceJournal`` and a ``SqliteDeliveryLog`` on one file, as the supervisor drives them."""
+    """A ``SqliteSourceJournal`` and a ``SqliteDeliveryLog`` on one file, as the supervisor drives them,
+    and the file's Run bindings (``bindings``, opened on first use, closed by ``close()``)."""
 
     def __init__(self, journal: SqliteSourceJournal, deliveries: SqliteDeliveryLog) -> None:
         self.journal = journal
         self.deliveries = deliveries
+        self._bindings: SqliteRunBindings | None = None
+
+    @property
+    def bindings(self) -> SqliteRunBindings:
+        """The wire <-> source bindings of the file's Runs (``host.bindings``)."""
+        if self._bindings is None:
+            self._bindings = SqliteRunBindings(self.journal.path, synchronous=self.journal.synchronous)
+        return self._bindings
+
+    def close(self) -> None:
+        """Close what this object opened (the bindings); the journal and the log are the caller's."""
+        if self._bindings is not None:
+            self._bindings.close()
 
     def writer(self, policy: GroupCommit | None = None) -> BatchWriter:
         return BatchWriter(_SqliteBackend(self.journal, self.deliveries), policy,

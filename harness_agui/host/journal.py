@@ -46,7 +46,10 @@
 #
 # Readers page through the table in worker threads (see ``_sqlite``). Rows are
 # never updated or deleted by the journal, so a prefix read in several pages
-# is the same as one read at once. ``tail`` polls for rows after the last one
+# is the same as one read at once. The one exception is a stream of a single
+# item that turns out to be a subagent's first item, appended without its
+# root: the child's announcement moves it into its parent's stream
+# (``announced_parent``), in the transaction that appends the announcement. ``tail`` polls for rows after the last one
 # it yielded and stops after the root's terminal result; polling is cheap
 # here (one indexed range query) and needs no cross-process signalling.
 #
@@ -77,6 +80,7 @@ from pyrsistent import pmap
 
 from ..core.errors import AfterTerminalError, ForeignRunError, SequenceGapError, SequenceOrderError
 from ..core.history import HistoryCursor, StreamCursor, advance_stream
+from ..core.notices import delegation_notice
 from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
 from ..wire.codec import DecodeError, Migration, decode, encode
 from ._sqlite import FLAG, INTEGER, TEXT, Column, Database, Table, poll_interval_seconds, rewrite_table
@@ -150,6 +154,23 @@ class _Head:
 _PAGE = 256
 
 
+def announced_parent(item: HarnessStreamEvent) -> str | None:
+    """The Run that ``item`` says its own Run is a subagent of, when ``item`` is that Run's announcement
+    (an ``inline_delegation`` ``started`` notice of the child itself, at its sequence 1); else None.
+
+    A subagent's first item (its ``run_started``, sequence 0) says nothing of its parent: appended without
+    ``root_run_id`` it starts a stream of its own. Its announcement does say, and the journals (both
+    backends) then move that first item into the stream the parent is in, so that a Host that appends a
+    delegating Run's items without ``root_run_id`` still keeps one stream. Shared by both backends."""
+    if type(item) is not HarnessEvent or item.sequence != 1:
+        return None
+    notice = delegation_notice(item.event)
+    if notice is None or notice.action != "started" or notice.child_run_id != item.run_id:
+        return None
+    parent = notice.parent_run_id
+    return parent if parent is not None and parent != item.run_id else None
+
+
 def root_head(head: Any, run_id: str) -> Any:
     """``head`` (the stored head row of ``run_id``, or None), after ValueError if it is a child Run's:
     a child's items are read through its root's stream. Shared by the journals of both backends."""
@@ -212,6 +233,11 @@ class SqliteSourceJournal:
         """Whether the journal was opened with ``read_only=True``."""
         return self._db.read_only
 
+    @property
+    def synchronous(self) -> str:
+        """SQLite's durability level the journal writes with (``FULL``, ``NORMAL``, ...)."""
+        return self._db.synchronous
+
     # -- writing -----------------------------------------------------------------
 
     def append(self, item: HarnessStreamEvent, *, root_run_id: str | None = None) -> bool:
@@ -220,7 +246,11 @@ class SqliteSourceJournal:
         The stream is that of ``root_run_id``: the Run whose public stream
         the Host is reading. Left out, it is the stream the item's Run
         already belongs to, or, for a Run the journal does not know, a new
-        stream whose root is the item's own Run. An item of a Run other than
+        stream whose root is the item's own Run; a subagent's first item
+        filed so is moved into the stream of the Run that delegated to it
+        when its announcement (its sequence 1) comes (``announced_parent``),
+        so a delegating Run's items appended without ``root_run_id`` still
+        make one stream. An item of a Run other than
         the root is a child item: a new child Run joins the root's stream
         (which must exist) with its first item, at sequence 0.
 
@@ -256,6 +286,11 @@ class SqliteSourceJournal:
         run_id, seq = item.run_id, item.sequence
         with self._db.write("append", ITEMS) as conn:
             own = self._head(conn, run_id)
+            if root_run_id is None and own is not None and own.root_run_id == run_id:
+                adopted = self._adopting_root(conn, item, own)
+                if adopted is not None:  # a subagent's first item was filed as a stream of its own: move it
+                    self._move_first_item(conn, run_id, adopted)
+                    own, root_run_id = self._head(conn, run_id), adopted
             root_id = own.root_run_id if own is not None else root_run_id if root_run_id is not None else run_id
             if root_run_id is not None and root_run_id != root_id:
                 raise ForeignRunError(f"an item of run {run_id!r}, which belongs to the stream of run {root_id!r}, "
@@ -298,6 +333,41 @@ class SqliteSourceJournal:
                 conn.execute(HEADS_UPSERT, HEADS.sealed((root_id, root_id, root.thread_id, root.last_sequence,
                                                          int(root.terminal), position)))
         return True
+
+    def _adopting_root(self, conn: Any, item: HarnessStreamEvent, own: _Head) -> str | None:
+        # The stream a subagent's Run belongs in, when its announcement (its sequence 1) arrives without a
+        # root and its first item was filed as a stream of its own (see ``announced_parent``).
+        parent = announced_parent(item)
+        if parent is None or own.last_sequence != 0 or own.last_position != self._first or own.terminal:
+            return None
+        parent_head = self._head(conn, parent)
+        if parent_head is None:
+            return None
+        root = self._head(conn, parent_head.root_run_id)
+        if root is None or root.root_run_id == item.run_id:
+            return None
+        if root.terminal:
+            raise AfterTerminalError(f"run {item.run_id!r} announces itself as a subagent of run {parent!r}, whose "
+                                     f"stream (of run {parent_head.root_run_id!r}) has ended", run_id=item.run_id,
+                                     sequence=item.sequence)
+        return parent_head.root_run_id
+
+    def _move_first_item(self, conn: Any, run_id: str, root_id: str) -> None:
+        # The one item of ``run_id``'s own stream goes to the end of ``root_id``'s, as a child's first item.
+        row = conn.execute(f"SELECT {ITEMS.select} FROM {ITEMS.name} WHERE run_id = ? AND position = ?",
+                           (run_id, self._first)).fetchone()
+        if row is None:
+            raise ITEMS.damaged(self.path, None, "missing: the run's head holds one item", run_id=run_id)
+        _, _, item_run, seq, thread_id, terminal, line = ITEMS.checked(self.path, row)
+        root = self._head(conn, root_id)
+        assert root is not None
+        position = root.last_position + 1
+        conn.execute(f"DELETE FROM {ITEMS.name} WHERE run_id = ? AND position = ?", (run_id, self._first))
+        conn.execute(f"DELETE FROM {HEADS.name} WHERE run_id = ?", (run_id,))
+        conn.execute(ITEMS.insert, ITEMS.sealed((root_id, position, item_run, seq, thread_id, terminal, line)))
+        conn.execute(HEADS.insert, HEADS.sealed((run_id, root_id, thread_id, seq, terminal, position)))
+        conn.execute(HEADS_UPSERT, HEADS.sealed((root_id, root_id, root.thread_id, root.last_sequence,
+                                                 int(root.terminal), position)))
 
     # -- reading -----------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from ..core.encode import EncodedEvent
 from ..core.history import StreamCursor
 from ..core.observer import HarnessAguiObserver
 from ..core.source import HarnessStreamEvent
+from .bindings import RunBindings
 from .checks import Cursor
 
 __all__ = ["SourceJournal", "DeliveryLog", "CheckpointStore", "Stores"]
@@ -117,6 +118,15 @@ class Stores(Protocol):
 
     @property
     def deliveries(self) -> DeliveryLog: ...
+
+    @property
+    def bindings(self) -> RunBindings:
+        """The wire <-> source bindings of the database's Runs (``host.bindings``), opened on first use."""
+        ...
+
+    def close(self) -> None:
+        """Close what the ``Stores`` opened itself (the bindings); the journal and the log are the caller's."""
+        ...
 
     def writer(self, policy: Any) -> Any:
         """A new ``host.batch.BatchWriter`` for this database (one per supervisor)."""

@@ -57,10 +57,9 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -74,6 +73,7 @@ from ..core.source import HarnessStreamEvent
 from ..wire.agui import SSE_KEEPALIVE, agui_to_json, sse_frame
 from ..wire.codec import encode
 from .batch import BatchWriter, GroupCommit
+from .bindings import WireRun
 from .checks import Cursor
 from .delivery import Page
 from .errors import FollowerLimitError, ProjectorConflictError, StorageError
@@ -81,6 +81,7 @@ from .feed import RunFeed
 from .projector import rebuild
 from .protocols import Stores
 from .retry import READ_AGAIN, RECONNECT
+from .runner import StartedRun
 from .writes import Head, Journaled, Recorded, StreamWrite
 
 if TYPE_CHECKING:
@@ -102,6 +103,10 @@ FAILURE_CODES = {
     "harness_agui.harness_failed": "the Harness stream raised",
     "harness_agui.harness_ended": "the Harness stream ended without the Run's terminal result",
     "harness_agui.storage_failed": "the database could not store the Run's items or events",
+    "harness_agui.harness_lost": "the Run was found unfinished after a restart or a takeover, and its Harness "
+                                 "had nothing more to send (the Harness Run was lost with its process)",
+    "harness_agui.cancelled": "the Run was cancelled and its Harness stream cannot end it itself (a plain "
+                              "runner, or a Run continued after a restart): the server stopped reading it",
 }
 """The ``code`` of the RUN_ERROR that ends a Run that could not end normally."""
 
@@ -119,9 +124,12 @@ cannot take the event loop from the Run itself (100 ms between writes at 500 fol
 
 @attrs.frozen
 class _End:
-    """The Harness stream ended (``error`` None) or raised ``error``."""
+    """The Harness stream ended (``error`` None), raised ``error``, or was stopped by a cancel
+    (``cancelled``); ``items`` is how many items it gave."""
 
     error: BaseException | None = None
+    cancelled: bool = False
+    items: int = 0
 
 
 @attrs.define(eq=False)
@@ -132,7 +140,13 @@ class _Run:
     thread_id: str
     feed: RunFeed
     source: AsyncIterable[HarnessStreamEvent] | None = None  # a POSTed Run's stream, until its driver takes it
+    wire: WireRun | None = None  # how its clients name it (None: by the journal's ids)
+    started: StartedRun | None = None  # the runner's Run (None: recovered or taken over)
+    reattached: bool = False  # its stream is ``reattach``'s (after a restart or a takeover)
     task: asyncio.Task[Any] | None = None
+    ingest: asyncio.Task[None] | None = None
+    stopping: bool = False  # cancelled, and the driver stops reading its stream itself
+    registered: asyncio.Event = attrs.field(factory=asyncio.Event)  # PostgreSQL: its lease was taken (or not)
     lease: Lease | None = None
     observer: HarnessAguiObserver | None = None
     cursor: StreamCursor = attrs.field(factory=StreamCursor)  # the stream after the last recorded item
@@ -160,7 +174,8 @@ class RunSupervisor:
     ``page``: how many events a follower behind it reads at a time. ``keepalive``: seconds of
     silence after which a follower is sent a comment. ``batch_items``: the most items a driver
     takes from its queue for one write; ``queue_items``: how many items a Harness may run ahead
-    of its driver.
+    of its driver. ``observer_options`` go to every Run's ``HarnessAguiObserver`` (``show_hidden``,
+    ``max_event_bytes``, ...; a Run's ``client_thread_id`` / ``client_run_id`` are its binding's wire ids).
     """
 
     def __init__(self, stores: Stores, *, processor: Processor | None = None, reattach: Reattach | None = None,
@@ -168,7 +183,8 @@ class RunSupervisor:
                  scan_interval: float = 0.5,
                  poll_interval: float = 0.05, recheck: float = 30.0, catch_up_after: int | None = 1000,
                  max_followers: int = 1000, window: int = 1024, page: int = 512, keepalive: float = 15.0,
-                 batch_items: int = 256, queue_items: int = 1024) -> None:
+                 batch_items: int = 256, queue_items: int = 1024,
+                 observer_options: Mapping[str, Any] | None = None) -> None:
         for name, count in (("max_followers", max_followers), ("window", window), ("page", page),
                             ("batch_items", batch_items), ("queue_items", queue_items)):
             if isinstance(count, bool) or not isinstance(count, int) or count < 1:
@@ -180,6 +196,12 @@ class RunSupervisor:
         if catch_up_after is not None and (isinstance(catch_up_after, bool) or not isinstance(catch_up_after, int)
                                            or catch_up_after < 0):
             raise ValueError(f"catch_up_after must be an int >= 0 or None, not {catch_up_after!r}")
+        options = dict(observer_options or {})
+        reserved = sorted({"client_thread_id", "client_run_id", "retain_events"} & set(options))
+        if reserved:
+            raise ValueError(f"observer_options may not set {', '.join(reserved)}: the supervisor sets them per Run")
+        HarnessAguiObserver(processor, **options)  # the options' own errors, now
+        self.observer_options = options
         self.stores = stores
         self.journal = stores.journal
         self.deliveries = stores.deliveries
@@ -236,8 +258,18 @@ class RunSupervisor:
             thread_id = await self.thread_of(run_id)
             if thread_id is None:
                 continue
-            self._launch(run_id, thread_id, await self._reattached(thread_id, run_id))
+            wire = await asyncio.to_thread(self.stores.bindings.wire_of, run_id)
+            source = await self._reattached(thread_id, run_id)
+            self._launch(run_id, thread_id, source, wire=wire, reattached=source is not None)
             resumed.append(run_id)
+        # Runs bound by a server that died before their first item: continued from nothing by ``reattach``
+        # (a Harness that can start them again), or ended for their clients.
+        for wire in await asyncio.to_thread(self.stores.bindings.unjournaled):
+            if wire.source_run_id in self._runs:
+                continue
+            source = await self._reattached(wire.source_thread_id, wire.source_run_id)
+            self._launch(wire.source_run_id, wire.source_thread_id, source, wire=wire, reattached=source is not None)
+            resumed.append(wire.source_run_id)
         if resumed:
             log.info("resumed %d unfinished run(s): %s", len(resumed), ", ".join(resumed))
         return tuple(resumed)
@@ -267,45 +299,100 @@ class RunSupervisor:
         """Whether this process drives (or is about to drive) the Run."""
         return run_id in self._runs
 
+    @property
+    def driven(self) -> tuple[str, ...]:
+        """The (source) run ids this process drives now."""
+        return tuple(self._runs)
+
+    async def live_runs(self) -> frozenset[str]:
+        """The root Runs being driven now: by this process, and on PostgreSQL by any server holding a
+        lease on them (an unexpired one: a server that died keeps its Runs until their leases expire)."""
+        here = frozenset(run_id for run_id, run in self._runs.items() if not run.ended)
+        if self.leases is None:
+            return here
+        leased = await READ_AGAIN.call_async(lambda: asyncio.to_thread(self.leases.live),  # type: ignore[union-attr]
+                                             self.stores.lost)
+        return here | leased
+
     async def thread_of(self, run_id: str) -> str | None:
-        """The Thread of root Run ``run_id``: this process's, else the journal's; None for a Run nobody
-        started (or a child Run's id)."""
+        """The Thread of root Run ``run_id``: this process's, else the journal's, else its binding's (a
+        Run bound but not journaled yet); None for a Run nobody started (or a child Run's id)."""
         run = self._runs.get(run_id)
         if run is not None:
             return run.thread_id
         try:
-            return await asyncio.to_thread(self.journal.thread_of, run_id)
+            thread_id = await asyncio.to_thread(self.journal.thread_of, run_id)
         except StorageError:
             raise
         except ValueError:  # a child Run's id: not a Run a client follows
             return None
+        if thread_id is None:
+            wire = await asyncio.to_thread(self.stores.bindings.wire_of, run_id)
+            thread_id = None if wire is None else wire.source_thread_id
+        return thread_id
 
     async def last_event_id(self, run_id: str) -> int:
         """The last event id committed for the Run (0: none)."""
         feed = self._feeds.get(run_id)
-        if feed is not None and feed.local:
+        run = self._runs.get(run_id)
+        if feed is not None and feed.local and (run is None or run.observer is not None):
             return feed.last
+        # A Run whose driver has not resumed it yet (just recovered at start-up): its feed does not know
+        # what was committed before the restart, the delivery log does.
         return await asyncio.to_thread(self.deliveries.last_event_id, run_id)
 
-    def start_run(self, thread_id: str, run_id: str, source: Callable[[], AsyncIterable[HarnessStreamEvent]]) -> str:
-        """Start driving a new Run of Thread ``thread_id`` from the Harness stream ``source()`` (called
-        inside the Run's task, so that what it raises ends the Run cleanly), unless this process already
-        drives the Run; returns the Thread of the Run driven (another one than ``thread_id`` means the
-        run id was taken by another Thread, and ``source`` is not called). The caller checks first that
-        the database does not hold the Run (``thread_of``)."""
+    def start_run(self, started: StartedRun, *, wire: WireRun | None = None) -> bool:
+        """Start driving ``started`` (a runner's Run, ``host.runner``) under its Harness ids: its
+        ``items()`` are taken inside the Run's task, so that what they raise ends the Run cleanly.
+        ``wire`` is how its clients name it (default: the started Run's wire ids), which the Run's
+        RUN_STARTED and RUN_FINISHED carry; the caller stores it first (``Stores.bindings``). Returns
+        False, and starts nothing, when this process drives a Run of that id already. On PostgreSQL
+        the Run's lease is taken in the background: ``registered(run_id)`` waits for it."""
+        run_id = started.run_id
+        if run_id in self._runs:
+            return False
+        if wire is None:
+            wire = WireRun(started.wire_thread_id, started.wire_run_id, started.thread_id, run_id)
+        run = self._launch(run_id, started.thread_id, _deferred(started.items), wire=wire)
+        run.started = started
+        return True
+
+    async def registered(self, run_id: str) -> None:
+        """Wait until a Run started here is registered where other servers see it (PostgreSQL: its lease
+        is taken, or found taken by another server); at once on SQLite and for a Run not driven here."""
         run = self._runs.get(run_id)
-        if run is None:
-            run = self._launch(run_id, thread_id, _deferred(source))
-        return run.thread_id
+        if run is not None and self._worker is not None:
+            await run.registered.wait()
+
+    def cancel(self, run_id: str) -> bool:
+        """Ask the Run this process drives to stop: its Harness is told (``StartedRun.cancel()``) and the
+        Run ends through its own stream (a13n-harness: RUN_FINISHED with the cancelled outcome). A Run
+        whose Harness cannot end it itself (a plain runner, a Run continued after a restart) stops being
+        read, and ends with RUN_ERROR ``harness_agui.cancelled``. Returns True when a cancel was asked,
+        False when the Run has ended or is not driven here. Idempotent."""
+        run = self._runs.get(run_id)
+        if run is None or run.ended:
+            return False
+        started = run.started
+        if started is not None:
+            started.cancel()
+            if getattr(started, "cancels_itself", True):
+                return True
+        if not run.stopping:
+            run.stopping = True
+            if run.ingest is not None:
+                run.ingest.cancel()
+        return True
 
     # -- driving -----------------------------------------------------------------------------
 
-    def _launch(self, run_id: str, thread_id: str, source: AsyncIterable[HarnessStreamEvent] | None) -> _Run:
+    def _launch(self, run_id: str, thread_id: str, source: AsyncIterable[HarnessStreamEvent] | None, *,
+                wire: WireRun | None = None, reattached: bool = False) -> _Run:
         feed = self._feeds.get(run_id)
         if feed is None or feed.closed:
             feed = self._feeds[run_id] = RunFeed(run_id, window=self._window, local=True)
         feed.local = True
-        run = _Run(run_id, thread_id, feed, source)
+        run = _Run(run_id, thread_id, feed, source, wire=wire, reattached=reattached)
         self._runs[run_id] = run
         if self._worker is None:
             run.task = self._spawn(self._drive(run), f"harness-agui run {run_id}")
@@ -331,16 +418,23 @@ class RunSupervisor:
         # Take the lease of a Run started here and drive it (``_drive_leased``); if another process holds
         # it (the same Run started there first), that one drives it and this one only serves the log.
         worker = self._worker
-        assert worker is not None
+        leases = self.leases
+        assert worker is not None and leases is not None
+        async def attempt() -> bool:
+            lease = await asyncio.to_thread(leases.acquire, run.run_id)
+            run.registered.set()  # the lease is taken (or another server holds it): the server may go on
+            return lease is not None and await worker.project_leased(lease)
+
         try:
             # A database out of reach for a moment (a restart, sessions ended) is waited out; the Run's
             # Harness stream, once taken by the driver, continues through ``reattach``.
-            await RECONNECT.call_async(lambda: worker.project(run.run_id), self.stores.lost)
+            await RECONNECT.call_async(attempt, self.stores.lost)
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("run %r: could not drive the run under a lease", run.run_id)
         finally:
+            run.registered.set()
             if self._runs.get(run.run_id) is run and run.task is None:
                 self._forget(run)
             await _close(run.source)
@@ -353,19 +447,22 @@ class RunSupervisor:
             thread_id = await self.thread_of(run_id) if run is None else run.thread_id
             if thread_id is None:
                 return
-            run = self._launch_taken(run_id, thread_id)
+            wire = await asyncio.to_thread(self.stores.bindings.wire_of, run_id) if run is None else run.wire
+            run = self._launch_taken(run_id, thread_id, wire)
         if run.source is None:
             run.source = await self._reattached(run.thread_id, run_id)
+            run.reattached = run.source is not None
         run.lease = fenced.lease
         run.task = asyncio.current_task()
         await self._drive(run)
 
-    def _launch_taken(self, run_id: str, thread_id: str) -> _Run:
+    def _launch_taken(self, run_id: str, thread_id: str, wire: WireRun | None) -> _Run:
         feed = self._feeds.get(run_id)
         if feed is None or feed.closed:
             feed = self._feeds[run_id] = RunFeed(run_id, window=self._window)
         feed.local = True
-        run = _Run(run_id, thread_id, feed)
+        run = _Run(run_id, thread_id, feed, wire=wire)
+        run.registered.set()
         self._runs[run_id] = run
         return run
 
@@ -378,11 +475,20 @@ class RunSupervisor:
             await self._backlog(run)
             if run.ended:
                 return
+            if run.stopping:  # cancelled before its stream was read
+                await self._give_up(run, "harness_agui.cancelled", f"run {run.run_id!r} was cancelled")
+                return
+            if source is None and run.journal_end is None:  # bound, never journaled, and no Harness to ask
+                await self._give_up(run, "harness_agui.harness_lost",
+                                    f"run {run.run_id!r} was found without any item after a restart or a takeover, "
+                                    "and there is no Harness to continue it (no reattach)")
+                return
             if source is None:
                 await self._follow_journal(run)
                 return
             queue: asyncio.Queue[HarnessStreamEvent | _End] = asyncio.Queue(self._queue_items)
-            ingest = asyncio.create_task(_ingest(source, queue), name=f"harness-agui ingest {run.run_id}")
+            ingest = run.ingest = asyncio.create_task(_ingest(source, queue, lambda: run.stopping),
+                                                      name=f"harness-agui ingest {run.run_id}")
             source = None
             await self._live(run, queue)
         except asyncio.CancelledError:
@@ -427,7 +533,12 @@ class RunSupervisor:
 
     async def _resume(self, run: _Run) -> bool:
         # Rebuild the projection through the delivery cursor; False when the Run has ended (or cannot go on).
-        observer = HarnessAguiObserver(self.processor)
+        wire = run.wire
+        named = wire is not None and (wire.wire_thread_id, wire.wire_run_id) != (wire.source_thread_id,
+                                                                                 wire.source_run_id)
+        observer = HarnessAguiObserver(self.processor, **self.observer_options,
+                                       client_thread_id=wire.wire_thread_id if named else None,  # type: ignore[union-attr]
+                                       client_run_id=wire.wire_run_id if named else None)  # type: ignore[union-attr]
         try:
             rebuilt = await rebuild(run.run_id, self.journal, self.deliveries, observer)
         except (ProjectorConflictError, StorageError):
@@ -497,7 +608,16 @@ class RunSupervisor:
             if items and await self._step(run, items, journaled=False):
                 return
             if end is not None:
-                if end.error is None:
+                if end.cancelled:
+                    await self._give_up(run, "harness_agui.cancelled",
+                                        f"run {run.run_id!r} was cancelled: the server stopped reading its "
+                                        "Harness stream")
+                elif end.error is None and run.reattached and not end.items:
+                    await self._give_up(run, "harness_agui.harness_lost",
+                                        f"run {run.run_id!r} was found unfinished after a restart or a takeover, "
+                                        "and its Harness had nothing more to send: the Harness Run was lost with "
+                                        "its process")
+                elif end.error is None:
                     await self._give_up(run, "harness_agui.harness_ended",
                                         f"the Harness stream of run {run.run_id!r} ended without the run's result")
                 else:
@@ -851,17 +971,30 @@ def _take_catch_up(observer: HarnessAguiObserver, tag: str) -> tuple[int, bytes]
     return count, "".join(frames).encode("utf-8", "surrogatepass")
 
 
-async def _ingest(source: AsyncIterable[HarnessStreamEvent], queue: asyncio.Queue[HarnessStreamEvent | _End]) -> None:
+async def _ingest(source: AsyncIterable[HarnessStreamEvent], queue: asyncio.Queue[HarnessStreamEvent | _End],
+                  stopping: Callable[[], bool]) -> None:
     # Read the Harness stream into the driver's queue (bounded: a Harness runs at most that far ahead).
+    # Whatever the stream raises (SystemExit and KeyboardInterrupt included: a Harness must not take the
+    # server down) ends the Run; only a cancellation goes through: the driver's (it stops), or a cancel of
+    # the Run (``stopping()``), after which the stream is closed and the Run ends cancelled.
     iterator = aiter(source)
+    count = 0
     try:
-        async for item in iterator:
-            await queue.put(item)
-        await queue.put(_End())
-    except asyncio.CancelledError:
-        raise
-    except Exception as e:
-        await queue.put(_End(e))
+        try:
+            async for item in iterator:
+                await queue.put(item)
+                count += 1
+            end = _End(items=count)
+        except asyncio.CancelledError:
+            if not stopping():
+                raise
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            end = _End(cancelled=True, items=count)
+        except BaseException as e:  # noqa: B036 - see above: the Harness is contained, whatever it raises
+            end = _End(e, items=count)
+        await queue.put(end)
     finally:
         await _close(iterator)
 
@@ -880,6 +1013,10 @@ async def _deferred(source: Callable[[], AsyncIterable[HarnessStreamEvent]]) -> 
 async def _close(stream: object) -> None:
     close = getattr(stream, "aclose", None)
     if close is not None:
-        with contextlib.suppress(Exception):
+        try:
             await close()
+        except asyncio.CancelledError:
+            raise
+        except BaseException:  # noqa: B036 - a Harness stream's clean-up never takes the server down
+            log.warning("closing a Harness stream raised", exc_info=True)
 

@@ -716,7 +716,7 @@ def test_the_readme_section_runs_as_written(tmp_path, monkeypatch) -> None:
     import re
 
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index("## Serve an a13n-harness agent: the runner\n")
+    start = text.index("### The runner, by hand\n")
     (code,) = re.findall(r"```python\n(.*?)```", text[start:text.index("\n## ", start + 1)], flags=re.DOTALL)
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, Any] = {"__name__": "readme"}

@@ -64,6 +64,7 @@ LOCK_JOURNAL = 0x48414701
 LOCK_DELIVERY = 0x48414702
 LOCK_LEASE = 0x48414703
 LOCK_WORKER = 0x48414704
+LOCK_THREAD = 0x48414705  # one Run at a time per Thread (the server's start of a Run)
 
 JOURNAL_CHANNEL = "harness_agui_journal"
 DELIVERY_CHANNEL = "harness_agui_delivery"

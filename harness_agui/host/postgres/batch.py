@@ -33,6 +33,7 @@ from ..batch import BatchWriter, GroupCommit
 from ..errors import ProjectorConflictError
 from ..writes import StreamWrite
 from ._pg import DELIVERY_CHANNEL, JOURNAL_CHANNEL, STREAMS_CHANNEL, notify_key
+from .bindings import PostgresRunBindings
 from .delivery import CHILDREN as DELIVERY_CHILDREN
 from .delivery import EVENTS, PostgresDeliveryLog
 from .delivery import RUNS as DELIVERY_RUNS
@@ -57,6 +58,19 @@ class PostgresStores:
     def __init__(self, journal: PostgresSourceJournal, deliveries: PostgresDeliveryLog) -> None:
         self.journal = journal
         self.deliveries = deliveries
+        self._bindings: PostgresRunBindings | None = None
+
+    @property
+    def bindings(self) -> PostgresRunBindings:
+        """The wire <-> source bindings of the database's Runs (``host.postgres.bindings``)."""
+        if self._bindings is None:
+            self._bindings = PostgresRunBindings(self.journal.url)
+        return self._bindings
+
+    def close(self) -> None:
+        """Close what this object opened (the bindings); the journal and the log are the caller's."""
+        if self._bindings is not None:
+            self._bindings.close()
 
     def writer(self, policy: GroupCommit | None = None) -> BatchWriter:
         return BatchWriter(_Backend(self.journal.url), policy, name=f"harness-agui writer {self.journal.path}")

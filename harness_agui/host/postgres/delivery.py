@@ -58,6 +58,7 @@ from ..delivery import (
 from ..errors import DamagedStoreError, UnknownEventIdError
 from ._pg import DELIVERY_CHANNEL, LOCK_DELIVERY, Database, notify_key
 from .lease import LEASE_SCHEMA, LEASES, Lease, LeaseLostError
+from .tables import BINDINGS_SCHEMA
 
 __all__ = ["PostgresDeliveryLog", "FencedDeliveryLog"]
 
@@ -75,6 +76,7 @@ SCHEMA = (
         run_id text NOT NULL, event_id bigint NOT NULL, source_position bigint NOT NULL,
         event_type text NOT NULL, data text NOT NULL, PRIMARY KEY (run_id, event_id))""",
     *LEASE_SCHEMA,
+    *BINDINGS_SCHEMA,
 )
 COLUMNS = {
     RUNS: ("run_id", "thread_id", "source_cursor", "last_event_id", "finished", "last_sequence"),

@@ -46,7 +46,7 @@ from ...core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEve
 from ...wire.codec import DecodeError, Migration, decode, encode
 from ..checks import Cursor, check_prefix, check_tail
 from ..errors import DamagedStoreError, JournalConflictError
-from ..journal import root_head
+from ..journal import announced_parent, root_head
 from ._pg import JOURNAL_CHANNEL, LOCK_JOURNAL, STREAMS_CHANNEL, Database, notify_key
 
 __all__ = ["PostgresSourceJournal"]
@@ -165,12 +165,49 @@ class PostgresSourceJournal:
             if root is None:  # the stream the Run belongs to, or its own
                 head = self._head(conn, run_id)
                 root = run_id if head is None else head.root_run_id
+                adopted = self._adopting_root(conn, item, head)
+                if adopted is not None:  # a subagent's first item was filed as a stream of its own: move it
+                    for key in sorted((run_id, adopted)):
+                        self._db.lock(conn, (LOCK_JOURNAL, key))
+                    if self._adopting_root(conn, item, self._head(conn, run_id)) == adopted:
+                        self._move_first_item(conn, run_id, adopted)
+                    root = root_run_id = adopted
             while True:
                 self._db.lock(conn, (LOCK_JOURNAL, root))
                 head = self._head(conn, run_id)  # read again, under the lock (READ COMMITTED: a fresh snapshot)
                 if root_run_id is not None or head is None or head.root_run_id == root:
                     return self._append(conn, item, line, root, head)
                 root = head.root_run_id  # it became a child of another stream meanwhile: lock that one too
+
+    def _adopting_root(self, conn: Any, item: HarnessStreamEvent, own: _Head | None) -> str | None:
+        # As ``SqliteSourceJournal._adopting_root``: the stream a subagent's first item belongs in, when its
+        # announcement arrives without a root and that item was filed as a stream of its own.
+        parent = announced_parent(item)
+        if parent is None or own is None or own.root_run_id != item.run_id or own.last_sequence != 0 \
+                or own.last_position != self._first or own.terminal:
+            return None
+        parent_head = self._head(conn, parent)
+        if parent_head is None:
+            return None
+        root = self._head(conn, parent_head.root_run_id)
+        if root is None or root.root_run_id == item.run_id:
+            return None
+        if root.terminal:
+            raise AfterTerminalError(f"run {item.run_id!r} announces itself as a subagent of run {parent!r}, whose "
+                                     f"stream (of run {parent_head.root_run_id!r}) has ended", run_id=item.run_id,
+                                     sequence=item.sequence)
+        return parent_head.root_run_id
+
+    def _move_first_item(self, conn: Any, run_id: str, root: str) -> None:
+        # The one item of ``run_id``'s own stream goes to the end of ``root``'s, as a child's first item.
+        head = self._head(conn, root)
+        assert head is not None
+        position = head.last_position + 1
+        conn.execute(f"UPDATE {ITEMS} SET root_run_id = %s, position = %s WHERE root_run_id = %s AND position = %s",
+                     (root, position, run_id, self._first))
+        conn.execute(f"UPDATE {RUNS} SET root_run_id = %s, last_position = %s WHERE run_id = %s",
+                     (root, position, run_id))
+        conn.execute(f"UPDATE {RUNS} SET last_position = %s WHERE run_id = %s", (position, root))
 
     def _append(self, conn: Any, item: HarnessStreamEvent, line: str, root: str, head: _Head | None) -> bool:
         run_id, seq = item.run_id, item.sequence

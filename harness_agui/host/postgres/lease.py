@@ -214,6 +214,13 @@ class PostgresLeases:
             conn.execute(f"UPDATE {LEASES} SET expires_at = '-infinity' WHERE run_id = %s AND token = %s",
                          (lease.run_id, lease.token))
 
+    def live(self) -> frozenset[str]:
+        """The Runs whose lease is in force now (held by a worker that renews it, or by one that died
+        less than its ttl ago). Blocking: call it in a thread."""
+        with self._db.connection() as conn:
+            rows = conn.execute(f"SELECT run_id FROM {LEASES} WHERE expires_at >= clock_timestamp()").fetchall()
+        return frozenset(r[0] for r in rows)
+
     def holder_of(self, run_id: str) -> tuple[int, int, bool] | None:
         """(holder, token, in force) of the Run's lease row, None if it has none (for diagnostics)."""
         with self._db.connection() as conn:

@@ -41,6 +41,7 @@ from .delivery import FencedDeliveryLog, PostgresDeliveryLog
 from .journal import RUNS as JOURNAL_RUNS
 from .journal import PostgresSourceJournal
 from .lease import LEASES, Lease, LeaseLostError, PostgresLeases
+from .tables import BINDINGS
 
 __all__ = ["Worker"]
 
@@ -49,13 +50,23 @@ log = logging.getLogger("harness_agui.host.postgres")
 # What says the database cannot be reached now (retried later), not that the projection failed.
 _UNREACHABLE = (psycopg.OperationalError, psycopg.InterfaceError, psycopg_pool.PoolTimeout, OSError)
 
+# The Runs to take: root Runs of the journal whose events are not all recorded, and Runs bound by a server
+# (``harness_wire_runs``) that has neither journaled nor recorded anything of them yet, whose lease is
+# free: a server takes a new Run's lease right after binding it, so a bound Run with a free lease was left
+# by a server that died before its first item. (One that died between the two leaves a binding without a
+# lease, which is not taken: nothing of it reached a client but a 200 without events.)
 _PENDING = (
-    f"SELECT r.run_id FROM {JOURNAL_RUNS} r "
+    "SELECT run_id FROM ("
+    f"SELECT r.run_id, 0 AS kind, r.ord FROM {JOURNAL_RUNS} r "
     f"LEFT JOIN {DELIVERY_RUNS} d ON d.run_id = r.run_id "
-    f"LEFT JOIN {LEASES} l ON l.run_id = r.run_id "
     "WHERE r.run_id = r.root_run_id AND d.finished IS NOT TRUE "
-    "AND (l.run_id IS NULL OR l.expires_at < clock_timestamp() OR pg_try_advisory_xact_lock(%s, l.holder)) "
-    "ORDER BY r.ord LIMIT %s"
+    f"UNION ALL SELECT w.source_run_id, 1, w.ord FROM {BINDINGS} w "
+    f"WHERE NOT EXISTS (SELECT 1 FROM {JOURNAL_RUNS} r WHERE r.run_id = w.source_run_id) "
+    f"AND NOT EXISTS (SELECT 1 FROM {DELIVERY_RUNS} d WHERE d.run_id = w.source_run_id) "
+    f"AND EXISTS (SELECT 1 FROM {LEASES} l WHERE l.run_id = w.source_run_id)"
+    f") p LEFT JOIN {LEASES} l USING (run_id) "
+    "WHERE l.run_id IS NULL OR l.expires_at < clock_timestamp() OR pg_try_advisory_xact_lock(%s, l.holder) "
+    "ORDER BY kind, ord LIMIT %s"
 )
 
 
@@ -145,12 +156,12 @@ class Worker:
         lease = await asyncio.to_thread(self.leases.acquire, run_id)
         if lease is None:
             return False
-        return await self._project_leased(lease)
+        return await self.project_leased(lease)
 
     async def _project(self, lease: Lease) -> None:
         run_id = lease.run_id
         try:
-            await self._project_leased(lease)
+            await self.project_leased(lease)
             self._retry.pop(run_id, None)
         except _UNREACHABLE as e:
             pause = min(30.0, max(self.scan_interval, 2 * self._pause.get(run_id, 0.25)))
@@ -162,7 +173,9 @@ class Worker:
         finally:
             self._tasks.pop(run_id, None)
 
-    async def _project_leased(self, lease: Lease) -> bool:
+    async def project_leased(self, lease: Lease) -> bool:
+        """Project the Run of ``lease`` (taken by this worker's ``leases``) to its end, renewing the lease
+        meanwhile, and release it; as ``project``."""
         projection = asyncio.current_task()
         assert projection is not None
         lost = asyncio.Event()

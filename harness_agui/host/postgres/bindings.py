@@ -1,0 +1,96 @@
+# The wire <-> source bindings of Runs in PostgreSQL: the contract of
+# ``host.bindings.SqliteRunBindings`` for servers that share one database.
+#
+#     harness_wire_runs(wire_run_id, wire_thread_id, source_run_id, source_thread_id, ord)
+#     primary key wire_run_id; unique source_run_id; ord (an identity) gives the order of the bindings
+#
+# ``bind`` is one INSERT ... ON CONFLICT DO NOTHING: of two servers binding
+# one wire run id at once, PostgreSQL lets one insert and the other finds its
+# row, so the id is reserved atomically across servers. The table
+# (``tables.py``) is created with the delivery log's too, so a Worker's query
+# for Runs bound by a server that died before their first item can rely on it.
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..bindings import WireRun, check_binding, conflict
+from ._pg import Database
+from .delivery import RUNS as DELIVERY_RUNS
+from .journal import RUNS as JOURNAL_RUNS
+from .tables import BINDINGS, BINDINGS_COLUMNS, BINDINGS_SCHEMA
+
+__all__ = ["PostgresRunBindings"]
+
+_SELECT = f"SELECT wire_thread_id, wire_run_id, source_thread_id, source_run_id FROM {BINDINGS}"
+
+
+class PostgresRunBindings:
+    """The bindings of the Runs of one PostgreSQL database (the contract of ``SqliteRunBindings``).
+
+    ``url``, ``read_only``, ``pool_size`` and ``timeout`` are as for ``PostgresSourceJournal``."""
+
+    def __init__(self, url: str, *, read_only: bool = False, pool_size: int = 2, timeout: float = 30.0) -> None:
+        self._db = Database(url, schema=BINDINGS_SCHEMA, tables=BINDINGS_COLUMNS, read_only=read_only, min_size=1,
+                            max_size=pool_size, timeout=timeout, recheck=30.0)
+
+    @property
+    def path(self) -> str:
+        """The database's URL, without its password."""
+        return self._db.name
+
+    def bind(self, binding: WireRun) -> WireRun:
+        """As ``SqliteRunBindings.bind``: the binding the wire run id has now (this one, or the one that
+        took it first); ValueError when the source Run is bound to another wire run id."""
+        binding = check_binding(binding)
+        with self._db.write("bind") as conn:
+            row = conn.execute(
+                f"INSERT INTO {BINDINGS} (wire_run_id, wire_thread_id, source_run_id, source_thread_id) "
+                "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING wire_run_id",
+                (binding.wire_run_id, binding.wire_thread_id, binding.source_run_id,
+                 binding.source_thread_id)).fetchone()
+            if row is not None:
+                return binding
+            stored = self._one(conn, "wire_run_id", binding.wire_run_id)
+            if stored is not None:
+                return stored
+            other = self._one(conn, "source_run_id", binding.source_run_id)
+            assert other is not None  # the insert conflicted on one of the two keys
+            raise conflict(binding, other)
+
+    def source_of(self, wire_run_id: str) -> WireRun | None:
+        """The binding of the client's run id ``wire_run_id``, None if it has none."""
+        with self._db.read() as conn:
+            return self._one(conn, "wire_run_id", wire_run_id)
+
+    def wire_of(self, source_run_id: str) -> WireRun | None:
+        """The binding of the Harness's run id ``source_run_id``, None if it has none."""
+        with self._db.read() as conn:
+            return self._one(conn, "source_run_id", source_run_id)
+
+    def unjournaled(self) -> tuple[WireRun, ...]:
+        """The bindings whose Run has neither an item in the journal nor a delivery row, oldest first."""
+        with self._db.read() as conn:
+            rows = conn.execute(
+                f"{_SELECT} w WHERE NOT EXISTS (SELECT 1 FROM {JOURNAL_RUNS} r WHERE r.run_id = w.source_run_id) "
+                f"AND NOT EXISTS (SELECT 1 FROM {DELIVERY_RUNS} d WHERE d.run_id = w.source_run_id) "
+                "ORDER BY w.ord").fetchall()
+        return tuple(WireRun(*row) for row in rows)
+
+    def close(self) -> None:
+        """Close every connection. Closing twice is harmless."""
+        self._db.close()
+
+    def __enter__(self) -> PostgresRunBindings:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<PostgresRunBindings {self._db.name!r}{' closed' if self._db.closed else ''}>"
+
+    @staticmethod
+    def _one(conn: Any, column: str, value: str) -> WireRun | None:
+        row = conn.execute(f"{_SELECT} WHERE {column} = %s", (value,)).fetchone()
+        return None if row is None else WireRun(*row)
