@@ -17,10 +17,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from harness_agui import PartDeltaEvent, TextPartDelta
 from harness_agui.debug.pretty import render_conversation
 from harness_agui.debug.replay import adiagnose, find_message, find_tool_call, steps
 from harness_agui.host import SqliteSourceJournal
+from harness_agui.source import PartDeltaEvent, TextPartDelta
 from harness_agui.testing import SourceBuilder, simulated_run
 
 

@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -31,20 +30,6 @@ NODE_DIR = Path(__file__).parent / "node"
 SCRIPT = NODE_DIR / "catch_up.mjs"
 FIXTURES = Path(__file__).parent / "fixtures" / "a13n"
 STREAMS = st.one_of(complete_histories(), live_histories(), delegating_runs().map(lambda r: list(r.items)))
-
-
-@pytest.fixture(scope="session")
-def node() -> str:
-    """The node executable, with tests/node's packages installed (as in tests/test_node_client.py)."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.fail("node and npm are needed to replay events through @ag-ui/client; neither may be missing")
-    if not (NODE_DIR / "node_modules" / "@ag-ui" / "client" / "package.json").exists():
-        done = subprocess.run([npm, "ci", "--prefix", str(NODE_DIR), "--no-audit", "--no-fund"],
-                              capture_output=True, text=True, timeout=600)
-        if done.returncode != 0:
-            pytest.fail(f"npm ci in {NODE_DIR} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-    return node
 
 
 def _client_messages(node_exe: str, *streams: list[BaseEvent]) -> list[Any]:

@@ -137,3 +137,19 @@ def test_no_event_of_any_run_exceeds_the_limit_and_assembly_restores_the_unlimit
         # Cutting adds no finding the uncut projection does not have.
         assert {d.rule for d in report.diagnostics if d.severity in ("error", "warning")} <= {
             d.rule for d in whole.diagnostics if d.severity in ("error", "warning")}
+
+
+def test_the_conversation_folds_a_fragmented_tool_result_as_the_client_does_and_keeps_it_whole() -> None:
+    from harness_agui.core.conversation import EMPTY_CONVERSATION, Notice, fold_events, messages_json
+
+    result = {"rows": ["x" * 1000] * (TWO_MIB // 1000)}
+    b = SourceBuilder().user("go").request().tool_call(0, "dump", "c", ["{}"])
+    b.tool_result("c", "dump", result).request().text(0, ["done"]).completed("done")
+    events = _check(b.items)
+    folded = fold_events(EMPTY_CONVERSATION, events)
+    (tool,) = [m for m in messages_json(folded) if m["role"] == "tool"]
+    assert tool["toolCallId"] == "c" and tool["content"] == ""  # the stand-in, as @ag-ui/client applies it
+    (carried,) = [e for e in folded.entries if isinstance(e, Notice) and e.name == "harness.event"]
+    whole = carried.value.value  # the timeline keeps the event the fragments carried, whole
+    assert whole["type"] == "TOOL_CALL_RESULT" and json.loads(whole["content"]) == result
+    assert folded.fragments == ()

@@ -36,15 +36,12 @@ from harness_agui import (
     HarnessEvent,
     HarnessRunResultEvent,
     HarnessStreamEvent,
-    HistoryCursor,
     HistoryError,
     IncompletePrefixError,
-    ObservationEvent,
-    RunResult,
     SequenceGapError,
     SequenceOrderError,
 )
-from harness_agui.core.history import INITIAL_CURSOR, advance
+from harness_agui.core.history import INITIAL_CURSOR, HistoryCursor, advance
 from harness_agui.host import (
     DeliveryError,
     JournalConflictError,
@@ -53,6 +50,7 @@ from harness_agui.host import (
     StorageError,
     check_prefix,
 )
+from harness_agui.source import ObservationEvent, RunResult
 from harness_agui.testing import DEMO_START, ORDER_FAULTS, complete_histories, invalid_cases, live_histories
 from harness_agui.wire.codec import encode
 from harness_agui.wire.jsonl import Journal

@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 import pytest
 
-from harness_agui import DecodeError, HarnessStreamEvent, encode
+from harness_agui import DecodeError, HarnessStreamEvent
 from harness_agui.host import (
     AfterTerminalError,
     DamagedStoreError,
@@ -25,6 +25,7 @@ from harness_agui.host import (
 )
 from harness_agui.host._sqlite import checksum
 from harness_agui.testing import SourceBuilder, simulated_run
+from harness_agui.wire.codec import encode
 
 
 @pytest.fixture

@@ -9,14 +9,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from harness_agui import (
-    INITIAL_STATE,
-    AguiObservationError,
-    BinaryContent,
-    ContentList,
-    HarnessAguiObserver,
-    HarnessRunResultEvent,
-)
+from harness_agui import INITIAL_STATE, AguiObservationError, HarnessAguiObserver, HarnessRunResultEvent
+from harness_agui.source import BinaryContent, ContentList
 from harness_agui.testing import (
     FAULTS,
     contract_breaking_processors,

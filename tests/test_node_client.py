@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -32,21 +31,6 @@ NODE_DIR = Path(__file__).parent / "node"
 SCRIPT = NODE_DIR / "replay.mjs"
 FIXTURES = Path(__file__).parent / "fixtures" / "a13n"
 REAL = ["subagent", "nested_subagents", "failed_child"]
-
-
-@pytest.fixture(scope="session")
-def node() -> str:
-    """The node executable, with tests/node's packages installed."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.fail("node and npm are needed to replay events through @ag-ui/client; neither may be missing")
-    if not (NODE_DIR / "node_modules" / "@ag-ui" / "client" / "package.json").exists():
-        command = "ci" if (NODE_DIR / "package-lock.json").exists() else "install"
-        done = subprocess.run([npm, command, "--prefix", str(NODE_DIR), "--no-audit", "--no-fund"],
-                              capture_output=True, text=True, timeout=600)
-        if done.returncode != 0:
-            pytest.fail(f"npm {command} in {NODE_DIR} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-    return node
 
 
 def replay(node: str, events: Any) -> dict[str, Any]:

@@ -19,19 +19,21 @@ from pydantic import BaseModel
 from harness_agui import (
     INITIAL_STATE,
     AguiObservationError,
-    Deferred,
-    DeferredToolCall,
-    ExtensionEvent,
     HarnessAguiObserver,
     HarnessEvent,
     HarnessRunResultEvent,
     HarnessStreamEvent,
+    SequenceGapError,
+)
+from harness_agui.source import (
+    Deferred,
+    DeferredToolCall,
+    ExtensionEvent,
     ObservationEvent,
     PartDeltaEvent,
     PartEndEvent,
     PartStartEvent,
     RunResult,
-    SequenceGapError,
     TextPart,
     TextPartDelta,
     ThinkingPart,
@@ -39,9 +41,9 @@ from harness_agui import (
     ToolCallPart,
     ToolCallPartDelta,
     ToolResultEvent,
-    encode,
 )
 from harness_agui.testing import DEMO_START, SourceBuilder, simulated_run
+from harness_agui.wire.codec import encode
 
 THREAD, RUN = "thread-1", "run-1"
 

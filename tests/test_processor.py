@@ -23,13 +23,8 @@ from ag_ui.core import (
     TextMessageStartEvent,
 )
 
-from harness_agui import (
-    AguiObservationError,
-    HarnessAguiObserver,
-    HarnessStreamEvent,
-    RunResult,
-    Usage,
-)
+from harness_agui import AguiObservationError, HarnessAguiObserver, HarnessStreamEvent
+from harness_agui.source import RunResult, Usage
 from harness_agui.testing import SourceBuilder, simulated_run
 
 Processor = Callable[[Any, BaseEvent], "BaseEvent | None"]

@@ -18,21 +18,27 @@ from ag_ui.core import BaseEvent, CustomEvent, EventType
 from ag_ui_validate.pytest_plugin import validate_agui
 
 from harness_agui import (
-    INPUT_CHUNK_CHARS,
     AguiObservationError,
+    HarnessAguiObserver,
+    HarnessEvent,
+    HarnessStreamEvent,
+    ProjectionState,
+    assemble_custom,
+    reduce,
+)
+from harness_agui.core.custom import is_fragment
+from harness_agui.core.history import HistoryCursor
+from harness_agui.core.reduce import APPROVAL_SCHEMA, INPUT_CHUNK_CHARS
+from harness_agui.core.state import MAX_EVENT_BYTES, RunState
+from harness_agui.source import (
     Deferred,
     DeferredToolCall,
     ExtensionEvent,
     Failure,
-    HarnessAguiObserver,
-    HarnessEvent,
-    HarnessStreamEvent,
-    HistoryCursor,
     InputEvent,
     ObservationEvent,
     PartDeltaEvent,
     PartStartEvent,
-    ProjectionState,
     RunResult,
     TextPart,
     TextPartDelta,
@@ -42,12 +48,7 @@ from harness_agui import (
     ToolCallPartDelta,
     ToolResultEvent,
     Usage,
-    assemble_custom,
-    is_fragment,
-    reduce,
 )
-from harness_agui.core.reduce import APPROVAL_SCHEMA
-from harness_agui.core.state import MAX_EVENT_BYTES, RunState
 from harness_agui.testing import DEMO_START, SourceBuilder, simulated_run
 
 T0 = 1_796_029_200_000  # 2026-11-30T09:00:00Z in epoch milliseconds

@@ -15,21 +15,12 @@ from ag_ui_validate.pytest_plugin import validate_agui
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness_agui import (
-    INITIAL_STATE,
-    AguiObservationError,
-    HarnessAguiObserver,
-    HarnessEvent,
-    InputEvent,
-    PartEndEvent,
-    ToolCallPart,
-    assemble_custom,
-    decode,
-    encode,
-)
+from harness_agui import INITIAL_STATE, AguiObservationError, HarnessAguiObserver, HarnessEvent, assemble_custom
 from harness_agui.core.jsonform import payload_to_json
+from harness_agui.source import InputEvent, PartEndEvent, ToolCallPart
 from harness_agui.testing import complete_histories, histories, replay_stable_processors
 from harness_agui.wire.agui import agui_to_json
+from harness_agui.wire.codec import decode, encode
 
 processors = st.none() | replay_stable_processors()
 

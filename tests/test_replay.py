@@ -16,15 +16,8 @@ from harness_agui import (
     AguiObservationError,
     DecodeError,
     HarnessAguiObserver,
-    ObservationEvent,
-    PartDeltaEvent,
-    PartStartEvent,
     SequenceGapError,
     SequenceOrderError,
-    TextPart,
-    ToolCallPart,
-    ToolCallPartDelta,
-    encode,
 )
 from harness_agui.core.records import build
 from harness_agui.debug import replay as replay_module
@@ -39,6 +32,14 @@ from harness_agui.debug.replay import (
     part_steps,
     steps,
 )
+from harness_agui.source import (
+    ObservationEvent,
+    PartDeltaEvent,
+    PartStartEvent,
+    TextPart,
+    ToolCallPart,
+    ToolCallPartDelta,
+)
 from harness_agui.testing import (
     FAULTS,
     SourceBuilder,
@@ -47,6 +48,7 @@ from harness_agui.testing import (
     replay_stable_processors,
     simulated_run,
 )
+from harness_agui.wire.codec import encode
 
 # -- helpers --------------------------------------------------------------------------------
 

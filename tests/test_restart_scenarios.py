@@ -18,25 +18,20 @@ import pytest
 from ag_ui.core import EventType
 from ag_ui_validate.pytest_plugin import validate_agui
 
-from harness_agui import (
-    INITIAL_STATE,
-    AguiObservationError,
-    DecodeError,
+from harness_agui import INITIAL_STATE, AguiObservationError, DecodeError, HarnessAguiObserver, HarnessStreamEvent
+from harness_agui.source import (
     Deferred,
     DeferredToolCall,
     ExtensionEvent,
-    HarnessAguiObserver,
-    HarnessStreamEvent,
     InputEvent,
     RunResult,
     TextPart,
     TextPartDelta,
     ThinkingPart,
     ThinkingPartDelta,
-    decode,
-    encode,
 )
 from harness_agui.testing import SourceBuilder, simulated_run
+from harness_agui.wire.codec import decode, encode
 
 
 def support_run() -> list[HarnessStreamEvent]:

@@ -13,9 +13,10 @@ from typing import Any
 
 from ag_ui_validate.pytest_plugin import validate_agui
 
-from harness_agui import (
+from harness_agui import HarnessAguiObserver
+from harness_agui.core.source import BinaryContent, BuiltinToolReturnPart, ThinkingPart, ThinkingPartDelta
+from harness_agui.source import (
     ContentList,
-    HarnessAguiObserver,
     InputEvent,
     PartDeltaEvent,
     PartEndEvent,
@@ -27,7 +28,6 @@ from harness_agui import (
     ToolCallPartDelta,
     ToolResultEvent,
 )
-from harness_agui.core.source import BinaryContent, BuiltinToolReturnPart, ThinkingPart, ThinkingPartDelta
 from harness_agui.testing import SourceBuilder
 from harness_agui.wire.agui import agui_to_json
 

@@ -13,13 +13,12 @@ from typing import Any
 import attrs
 import pytest
 
-from harness_agui import (
+from harness_agui import HarnessEvent, HarnessRunResultEvent
+from harness_agui.source import (
     Deferred,
     DeferredToolCall,
     ExtensionEvent,
     Failure,
-    HarnessEvent,
-    HarnessRunResultEvent,
     InputEvent,
     ObservationEvent,
     PartDeltaEvent,

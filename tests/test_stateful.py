@@ -16,7 +16,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from harness_agui import INITIAL_STATE, AguiObservationError, HarnessAguiObserver, HarnessEvent, ObservationEvent
+from harness_agui import INITIAL_STATE, AguiObservationError, HarnessAguiObserver, HarnessEvent
+from harness_agui.source import ObservationEvent
 from harness_agui.testing import complete_histories, replay_stable_processors, wrong_type_items
 from harness_agui.wire.agui import agui_to_json
 

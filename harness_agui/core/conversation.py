@@ -56,8 +56,11 @@
 # while the next chunk of the same source item directly follows), model
 # requests, observations, extensions, tool results of calls outside the Run
 # and other CUSTOM events; fragments of an oversized CUSTOM wait in
-# ``fragments`` and are joined by ``core.custom.assemble_custom`` (the one
+# ``fragments`` and are joined by ``core.custom.join_fragments`` (the one
 # home of that rule), or become a "fragments" notice when they cannot be.
+# Fragments of ``harness.event`` join into that CUSTOM entry, the carried
+# event whole as its value; the stand-in after them is folded like any event,
+# as the client applies it.
 # SUBAGENT_STARTED adds a ``Subagent`` entry that its end updates in place;
 # the run's outcome is an entry too, also kept in ``outcome``. Any other
 # AG-UI event becomes an "event" notice with its fields. The fold never
@@ -101,7 +104,7 @@ from pyrsistent import PVector, pvector
 from . import _json
 from . import records as ev
 from ._fast import with_fields
-from .custom import assemble_custom, is_fragment
+from .custom import is_fragment, join_fragments
 from .idmap import IdMap
 from .records import KINDS, Record
 from .vector import EMPTY_VECTOR, Vector
@@ -1069,10 +1072,9 @@ def _fragment(c: Conversation, event: CustomEvent) -> Conversation:
         return _copy(c, fragments=pending)
     c = _copy(c, fragments=())
     try:
-        (joined,) = assemble_custom(_fragment_event(f) for f in pending)
+        joined = join_fragments([_fragment_event(f) for f in pending])
     except ValueError as e:
         return _append(c, Notice("fragments", event.name, JsonValue.of(f"fragments that do not join ({e})"), at=at))
-    assert isinstance(joined, CustomEvent)
     sub = joined.subagent_run_id
     return _custom(c, joined.name, joined.value, _at(joined.timestamp), sub if isinstance(sub, str) else None)
 

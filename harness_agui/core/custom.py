@@ -22,8 +22,8 @@ from . import _json
 from . import records as ev
 from .records import Record
 
-__all__ = ["assemble_custom", "is_fragment", "custom_records", "CUSTOM_MAX_CHARS", "CUSTOM_FRAGMENT_CHARS",
-           "EVENT_FRAGMENT"]
+__all__ = ["assemble_custom", "join_fragments", "is_fragment", "custom_records", "CUSTOM_MAX_CHARS",
+           "CUSTOM_FRAGMENT_CHARS", "EVENT_FRAGMENT"]
 
 EVENT_FRAGMENT = "harness.event"
 """The name of the CUSTOM fragments that carry an event of a kind AG-UI cannot cut (see ``core.fit``)."""
@@ -80,7 +80,7 @@ def assemble_custom(events: Iterable[BaseEvent]) -> Iterator[BaseEvent]:
             pending.append(event)
             count = event.value["fragment"]["count"]
             if len(pending) == count:
-                joined = _join(pending)
+                joined = join_fragments(pending)
                 pending = []
                 if joined.name != EVENT_FRAGMENT:
                     yield joined
@@ -108,7 +108,12 @@ def _event(value: Any) -> BaseEvent:
     return kind.cls.model_validate(value)
 
 
-def _join(fragments: list[CustomEvent]) -> CustomEvent:
+def join_fragments(fragments: list[CustomEvent]) -> CustomEvent:
+    """The CUSTOM event one whole run of fragments was cut from, as it is:
+    for ``harness.event`` fragments, that CUSTOM with the carried event's
+    wire JSON as its value (``assemble_custom`` makes the event of it).
+    Raises ValueError for fragments out of order, from two items, or whose
+    data is not JSON."""
     first = fragments[0]
     key = {k: first.value.get(k) for k in ("run_id", "sequence")}
     for i, f in enumerate(fragments):

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -641,20 +640,6 @@ def test_reattach_has_nothing_to_send_for_a_run_lost_with_its_process(host_for) 
 
 
 # -- the official client ---------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def node() -> str:
-    """The node executable, with tests/node's packages (@ag-ui/client) installed; never skipped."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.fail("node and npm are needed to talk to @ag-ui/client; neither may be missing")
-    if not (NODE_DIR / "node_modules" / "@ag-ui" / "client" / "package.json").exists():
-        done = subprocess.run([npm, "ci", "--prefix", str(NODE_DIR), "--no-audit", "--no-fund"],
-                              capture_output=True, text=True, timeout=600)
-        if done.returncode != 0:
-            pytest.fail(f"npm ci in {NODE_DIR} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-    return node
-
 
 def converse(node: str, host: Host, turns: list[dict[str, Any]]) -> tuple[dict[str, Any], list[Served]]:
     """The conversation tests/node/pipe_agent.mjs holds, each Run it asks for served by ``host``."""

@@ -23,7 +23,7 @@ import pytest
 
 pytest.importorskip("a13n_harness", reason="needs a13n-harness (Python 3.13): make test-a13n")
 
-from test_serve_a13n import CONFIRM, NODE_DIR, example, node, started_calls, valid  # noqa: E402, F401
+from test_serve_a13n import CONFIRM, NODE_DIR, example, started_calls, valid  # noqa: E402, F401 (example: a fixture)
 
 from harness_agui.a13n import from_a13n, to_a13n  # noqa: E402
 from harness_agui.a13n_demo import MODEL_NOTE  # noqa: E402
@@ -84,7 +84,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     server.close()
 
 
-def node_json(node: str, script: str, *args: str) -> dict[str, Any]:  # noqa: F811
+def node_json(node: str, script: str, *args: str) -> dict[str, Any]:
     done = subprocess.run([node, str(NODE_DIR / script), *args], cwd=NODE_DIR, capture_output=True, text=True,
                           timeout=180)
     try:

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from harness_agui import ContentList, HarnessAguiObserver, InputEvent, ToolResultEvent
+from harness_agui import HarnessAguiObserver
 from harness_agui.a13n import a13n_equal, from_a13n, to_a13n
+from harness_agui.source import ContentList, InputEvent, ToolResultEvent
 from harness_agui.wire.agui import sse_frame
 from harness_agui.wire.codec import decode, encode
 

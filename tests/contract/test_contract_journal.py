@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 import pytest
 
-from harness_agui import HarnessAguiObserver, HarnessStreamEvent, ToolCallPart, encode
+from harness_agui import HarnessAguiObserver, HarnessStreamEvent
 from harness_agui.host import (
     AfterTerminalError,
     ForeignRunError,
@@ -21,7 +21,9 @@ from harness_agui.host import (
     SequenceGapError,
     SequenceOrderError,
 )
+from harness_agui.source import ToolCallPart
 from harness_agui.testing import SourceBuilder, simulated_delegation, simulated_run
+from harness_agui.wire.codec import encode
 
 
 def observations(n: int, run_id: str = "run-1", thread_id: str = "thread-1", *, terminal: bool = True,

@@ -8,9 +8,10 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from harness_agui import HarnessAguiObserver, HarnessStreamEvent, encode
+from harness_agui import HarnessAguiObserver, HarnessStreamEvent
 from harness_agui.core.source import MessageHistory, RunResult
 from harness_agui.testing import SourceBuilder
+from harness_agui.wire.codec import encode
 from harness_agui.wire.jsonl import Journal, check_journal
 
 MiB = 1024 * 1024
