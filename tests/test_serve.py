@@ -25,7 +25,7 @@ import httpx
 import pytest
 from ag_ui.core import RunAgentInput
 from serve_host import good_items
-from test_node_client import NODE_DIR, node  # noqa: F401  (the fixture installs @ag-ui/client)
+from test_node_client import NODE_DIR
 
 from harness_agui import HarnessAguiObserver
 from harness_agui.host import SqliteDeliveryLog, SqliteSourceJournal
