@@ -30,7 +30,7 @@ demo: $(VENV)/.demo-installed
 	$(PY) -m harness_agui demo
 
 test: $(VENV)/.installed
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto
 
 # a13n-harness needs Python 3.13. Tried in order: python3.13; pyenv's python3.13 shim with
 # PYENV_VERSION=3.13.0 (the shim fails without it where no .python-version selects 3.13); any

@@ -133,10 +133,12 @@ def test_a_self_referencing_list_is_refused_instead_of_looping_forever() -> None
 
 
 @pytest.mark.parametrize("version", [2, 1])
-@pytest.mark.parametrize("depth", [DEPTH_LIMIT + 1, 300, 600, 950])
+@pytest.mark.parametrize("depth", [DEPTH_LIMIT + 1, 300, 600])
 def test_a_wire_line_nested_deeper_than_the_limit_is_a_decode_error_naming_the_field(depth: int, version: int) -> None:
     # Version 1 lines go through the migration, which copies the line's object first: without recursion, so a
-    # line nested as deep as the parser reads still fails in the source model, naming the field.
+    # line nested as deep as the parser reads still fails in the source model, naming the field. (How deep the
+    # parser reads depends on the caller's stack: under pytest-xdist a 950-deep line is already "nested too
+    # deeply", a DecodeError too, tested below.)
     line = encode(event(ObservationEvent(name="o", value=None))).replace('{"v":2,', f'{{"v":{version},', 1)
     line = line.replace('"value":null', '"value":' + "[" * depth + "]" * depth)
     with pytest.raises(DecodeError, match=rf"line 7: .*ObservationEvent\.value.*{TOO_DEEP}"):

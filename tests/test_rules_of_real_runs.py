@@ -130,6 +130,23 @@ def test_a_resumed_run_answers_the_calls_it_re_announces_without_starting_them_a
     assert [e["name"] for e in events if e["type"] == "CUSTOM"].count("harness.tool_result") == 0
 
 
+
+def test_a_builtin_return_never_answers_a_call_of_an_earlier_run() -> None:
+    # A provider runs only the calls of its own response: a builtin return naming a call the Run re-announced
+    # (one of an earlier Run) is not its answer, so no TOOL_CALL_RESULT names a call this Run never started.
+    b = SourceBuilder("thread-1", "run-2")
+    b.event(ToolCallEvent(part=ToolCallPart(tool_name="t", args="{}", tool_call_id="call-ask"), args_valid=None))
+    b.request()
+    b.event(PartStartEvent(index=0, part=BuiltinToolReturnPart(tool_name="t", content="x", tool_call_id="call-ask")))
+    b.event(ToolResultEvent(tool_call_id="call-ask", tool_name="t", outcome="success", content="answer"))
+    b.text(1, ["ok"]).completed("ok")
+    events = _events(b.items)
+    (result,) = [e for e in events if e["type"] == "TOOL_CALL_RESULT"]
+    assert result["toolCallId"] == "call-ask" and result["content"] == "answer"
+    assert "provider_executed" not in result["metadata"]["harness"]
+    returns = [e for e in events if e["type"] == "CUSTOM" and e["name"] == "harness.builtin_tool_return"]
+    assert [e["value"]["payload"]["part"]["tool_call_id"] for e in returns] == ["call-ask"]
+
 SECRET = "Current Environment mounts (trusted dynamic context): /secret"
 
 

@@ -81,8 +81,9 @@
 # Tool calls go open -> ended -> answered. A result for an ended call is
 # TOOL_CALL_RESULT, whatever its outcome, and so is a provider-executed
 # call's builtin return; a call the Harness announces without this Run having
-# started it (a resumed Run's calls of the Run it resumes) becomes
-# answerable; a result for any other call (or a second one) is a CUSTOM
+# started it (a resumed Run's calls of the Run it resumes) is ``resumed``:
+# its tool result answers it (a builtin return does not: a provider runs
+# only the calls of its own response); a result for any other call (or a second one) is a CUSTOM
 # event, since AG-UI has no valid way to answer an unknown call; one for a
 # call whose part is still streaming, an error. An id the Harness uses again
 # after its call ended (servers that number calls per response) names a new
@@ -754,7 +755,7 @@ def _run_step(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int
             call_id = run.call_id(source_id)
             status = run.calls.get(call_id)
             content = _visible(payload.content, payload.metadata, options)
-            if status == "ended":
+            if status == "ended" or status == "resumed":
                 run = _end_call(run, call_id, None, ts, out)  # a call still waiting for its last args
                 if not (isinstance(payload.metadata, dict) and payload.metadata.get(CLIENT_MESSAGE_ID) is not None):
                     out.append(_tool_result(call_id, payload.tool_name, payload.outcome, content, payload.retry, ts))
@@ -804,8 +805,8 @@ def _run_step(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int
                 # A call this Run never started: one of an earlier Run, resumed in this one (a resumed Run
                 # re-announces each deferred call, approved, denied or answered, then its result follows).
                 # Answerable by TOOL_CALL_RESULT, which a client that saw the earlier Run holds the call for;
-                # its start is not sent again.
-                run = _run(run, history, calls=run.calls.set(called.tool_call_id, "ended"))
+                # its start is not sent again. A function call: a provider's builtin return never answers it.
+                run = _run(run, history, calls=run.calls.set(called.tool_call_id, "resumed"))
 
         case FinalResultEvent() | DeferredToolRequestsEvent() | EnqueuedMessagesEvent():
             out.extend(_custom(item, ts, f"harness.{_PAYLOAD_NAMES[type(payload)]}"))

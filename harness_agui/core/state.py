@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 PartKind = Literal["text", "thinking", "tool_call"]
-CallStatus = Literal["open", "ended", "answered"]
+CallStatus = Literal["open", "ended", "resumed", "answered"]
 SubagentStatus = Literal["pending", "running", "completed", "failed", "cut_off"]
 
 

@@ -30,7 +30,7 @@ def test_the_readme_section_runs_and_does_what_it_says() -> None:
     namespace: dict[str, Any] = {"__name__": "readme"}
     exec(compile(section_code("Using it with a13n-harness"), str(README), "exec"), namespace)
     journal, published = namespace["journal"], namespace["published"]
-    decode, to_a13n, from_a13n = namespace["decode"], namespace["to_a13n"], namespace["from_a13n"]
+    decode, to_a13n, from_a13n = namespace["decode_line"], namespace["to_a13n"], namespace["from_a13n"]
     runs = list(dict.fromkeys(decode(line).run_id for line in journal))
     assert len(runs) == 2  # the first Run, and the Run that continued its Thread from the journal
     assert len({decode(line).thread_id for line in journal}) == 1
