@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from harness_agui import INITIAL_STATE, AguiObservationError, HarnessAguiObserver, HarnessEvent, assemble_custom
 from harness_agui.core.jsonform import payload_to_json
 from harness_agui.source import InputEvent, PartEndEvent, ToolCallPart
-from harness_agui.testing import complete_histories, histories, replay_stable_processors
+from harness_agui.testing import complete_histories, cut_points, histories, replay_stable_processors
 from harness_agui.wire.agui import agui_to_json
 from harness_agui.wire.codec import decode, encode
 
@@ -78,8 +78,8 @@ def assert_fresh(observer: HarnessAguiObserver) -> None:
 
 # -- replay equivalence -------------------------------------------------------------------
 
-@given(history=histories(), processor=processors)
-def test_resuming_any_prefix_then_observing_the_rest_equals_live_observation(history, processor):
+@given(history=histories(), processor=processors, data=st.data())
+def test_resuming_any_prefix_then_observing_the_rest_equals_live_observation(history, processor, data):
     reference, outputs = observe_all(history, processor)
     expected = reference.snapshot()
     counts = [0]
@@ -87,7 +87,7 @@ def test_resuming_any_prefix_then_observing_the_rest_equals_live_observation(his
         counts.append(counts[-1] + len(out))
 
     async def every_cut() -> None:
-        for k in range(len(history) + 1):
+        for k in data.draw(cut_points(len(history)), label="cuts"):
             observer = HarnessAguiObserver(processor)
             assert await observer.resume(aiter_of(history[:k])) is None
             assert observer.snapshot() == expected[:counts[k]]
@@ -158,8 +158,8 @@ def test_projection_is_the_same_across_observers_and_a_codec_round_trip(history,
 
 # -- failure atomicity ----------------------------------------------------------------------
 
-@given(history=histories(max_steps=25), processor=processors)
-def test_a_resume_failing_at_any_position_leaves_the_observer_fresh_and_a_retry_succeeds(history, processor):
+@given(history=histories(max_steps=25), processor=processors, data=st.data())
+def test_a_resume_failing_at_any_position_leaves_the_observer_fresh_and_a_retry_succeeds(history, processor, data):
     reference, _ = observe_all(history, processor)
     expected = reference.snapshot()
     counting = FailOnce(processor, at=0)
@@ -172,19 +172,19 @@ def test_a_resume_failing_at_any_position_leaves_the_observer_fresh_and_a_retry_
         assert observer.snapshot() == expected
 
     async def every_position() -> None:
-        for i in range(len(history) + 1):
+        for i in data.draw(cut_points(len(history)), label="source fails at"):
             observer = HarnessAguiObserver(processor)
             with pytest.raises(InjectedFailure):
                 await observer.resume(aiter_of(history, fail_at=i))
             await retry(observer)
 
-        for at in range(1, processor_calls + 1):
+        for at in data.draw(cut_points(processor_calls, first=1), label="processor fails at"):
             observer = HarnessAguiObserver(FailOnce(processor, at))
             with pytest.raises(InjectedFailure):
                 await observer.resume(aiter_of(history))
             await retry(observer)
 
-        for i in range(len(history) + 1):
+        for i in data.draw(cut_points(len(history)), label="cancelled after"):
             observer = HarnessAguiObserver(processor)
             reached, never = asyncio.Event(), asyncio.Event()
             task = asyncio.create_task(observer.resume(stall_after(history[:i], reached, never)))
@@ -204,12 +204,12 @@ def test_a_resume_failing_at_any_position_leaves_the_observer_fresh_and_a_retry_
     asyncio.run(every_position())
 
 
-@given(history=histories(max_steps=25), processor=processors)
-def test_an_observe_whose_processor_raises_leaves_the_item_unaccumulated(history, processor):
+@given(history=histories(max_steps=25), processor=processors, data=st.data())
+def test_an_observe_whose_processor_raises_leaves_the_item_unaccumulated(history, processor, data):
     reference, outputs = observe_all(history, processor)
     counting = FailOnce(processor, at=0)
     observe_all(history, counting)
-    for at in range(1, counting.calls + 1):
+    for at in data.draw(cut_points(counting.calls, first=1), label="processor fails at"):
         observer = HarnessAguiObserver(FailOnce(processor, at))
         failed = 0
         for item, expected in zip(history, outputs, strict=True):

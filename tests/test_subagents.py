@@ -34,6 +34,7 @@ from harness_agui.core.reduce import CUT_OFF, advance
 from harness_agui.core.state import INITIAL_STATE
 from harness_agui.testing import (
     RunWriter,
+    cut_points,
     delegating_histories,
     delegating_runs,
     replay_stable_processors,
@@ -99,9 +100,9 @@ def assert_fresh(observer: HarnessAguiObserver) -> None:
 # -- properties ----------------------------------------------------------------------------
 
 @settings(max_examples=60)
-@given(history=delegating_histories(), processor=processors)
+@given(history=delegating_histories(), processor=processors, data=st.data())
 def test_resuming_any_prefix_of_a_delegating_stream_then_observing_the_rest_equals_live_observation(
-        history, processor):
+        history, processor, data):
     reference, outputs = observe_all(history, processor)
     expected = reference.snapshot()
     counts = [0]
@@ -109,7 +110,7 @@ def test_resuming_any_prefix_of_a_delegating_stream_then_observing_the_rest_equa
         counts.append(counts[-1] + len(out))
 
     async def every_cut() -> None:
-        for k in range(len(history) + 1):
+        for k in data.draw(cut_points(len(history)), label="cuts"):
             observer = HarnessAguiObserver(processor)
             assert await observer.resume(aiter_of(history[:k])) is None
             assert observer.snapshot() == expected[:counts[k]]
@@ -130,8 +131,8 @@ def advance_all(items: Sequence[Any], processor: Any = None) -> Any:
 
 
 @settings(max_examples=25)
-@given(history=delegating_histories(max_children=3), processor=processors)
-def test_a_resume_of_a_delegating_stream_failing_anywhere_leaves_the_observer_fresh(history, processor):
+@given(history=delegating_histories(max_children=3), processor=processors, data=st.data())
+def test_a_resume_of_a_delegating_stream_failing_anywhere_leaves_the_observer_fresh(history, processor, data):
     reference, _ = observe_all(history, processor)
     counting = FailOnce(processor, at=0)
     observe_all(history, counting)
@@ -143,12 +144,12 @@ def test_a_resume_of_a_delegating_stream_failing_anywhere_leaves_the_observer_fr
         assert observer.state == reference.state
 
     async def every_position() -> None:
-        for i in range(len(history) + 1):
+        for i in data.draw(cut_points(len(history)), label="source fails at"):
             observer = HarnessAguiObserver(processor)
             with pytest.raises(InjectedFailure):
                 await observer.resume(aiter_of(history, fail_at=i))
             await retry(observer)
-        for at in range(1, counting.calls + 1):
+        for at in data.draw(cut_points(counting.calls, first=1), label="processor fails at"):
             observer = HarnessAguiObserver(FailOnce(processor, at))
             with pytest.raises(InjectedFailure):
                 await observer.resume(aiter_of(history))

@@ -132,6 +132,7 @@ __all__ = [
     "ContractBreakingProcessor",
     "contract_breaking_processors",
     "EVENT_TYPES",
+    "cut_points",
 ]
 
 Draw = st.DrawFn
@@ -740,6 +741,18 @@ def _runs(draw: Draw, complete: bool | None, thread_id: str | None, run_id: str 
     # A live Run cut anywhere: what the Harness had published at some point.
     items = writer.items[:-1]
     return items[:min_items + (len(items) - min_items) * cut // 1000]
+
+
+def cut_points(length: int, *, first: int = 0, most: int = 3) -> st.SearchStrategy[list[int]]:
+    """A few distinct positions from ``first`` to ``length`` (ascending):
+    the cuts of a stream of ``length`` items, or the calls a processor may
+    fail at (``first=1``). Where a property holds at every position, it is
+    checked at these, drawn by hypothesis rather than looped over: a test
+    costs ``most`` positions per example, and the shrinker still finds the
+    smallest failing one. No position when ``length < first``."""
+    if length < first:
+        return st.just([])
+    return st.lists(st.integers(first, length), min_size=1, max_size=most, unique=True).map(sorted)
 
 
 def histories(*, complete: bool | None = None, thread_id: str | None = None, run_id: str | None = None,
