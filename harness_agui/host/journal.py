@@ -72,7 +72,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -169,6 +169,30 @@ def announced_parent(item: HarnessStreamEvent) -> str | None:
         return None
     parent = notice.parent_run_id
     return parent if parent is not None and parent != item.run_id else None
+
+
+def adopting_root(item: HarnessStreamEvent, own: Any, first: int, head: Callable[[str], Any]) -> str | None:
+    """The root Run whose stream a subagent's Run belongs in, when ``item``
+    is its announcement (see ``announced_parent``) arriving without a root
+    while its first item, alone at position ``first``, was filed as a stream
+    of its own (``own``, the head row of ``item``'s Run); else None. ``head``
+    reads a Run's head row. Raises AfterTerminalError when that stream has
+    ended. Shared by the journals of both backends."""
+    parent = announced_parent(item)
+    if parent is None or own is None or own.root_run_id != item.run_id or own.last_sequence != 0 \
+            or own.last_position != first or own.terminal:
+        return None
+    parent_head = head(parent)
+    if parent_head is None:
+        return None
+    root = head(parent_head.root_run_id)
+    if root is None or root.root_run_id == item.run_id:
+        return None
+    if root.terminal:
+        raise AfterTerminalError(f"run {item.run_id!r} announces itself as a subagent of run {parent!r}, whose "
+                                 f"stream (of run {parent_head.root_run_id!r}) has ended", run_id=item.run_id,
+                                 sequence=item.sequence)
+    return str(parent_head.root_run_id)
 
 
 def root_head(head: Any, run_id: str) -> Any:
@@ -334,23 +358,8 @@ class SqliteSourceJournal:
                                                          int(root.terminal), position)))
         return True
 
-    def _adopting_root(self, conn: Any, item: HarnessStreamEvent, own: _Head) -> str | None:
-        # The stream a subagent's Run belongs in, when its announcement (its sequence 1) arrives without a
-        # root and its first item was filed as a stream of its own (see ``announced_parent``).
-        parent = announced_parent(item)
-        if parent is None or own.last_sequence != 0 or own.last_position != self._first or own.terminal:
-            return None
-        parent_head = self._head(conn, parent)
-        if parent_head is None:
-            return None
-        root = self._head(conn, parent_head.root_run_id)
-        if root is None or root.root_run_id == item.run_id:
-            return None
-        if root.terminal:
-            raise AfterTerminalError(f"run {item.run_id!r} announces itself as a subagent of run {parent!r}, whose "
-                                     f"stream (of run {parent_head.root_run_id!r}) has ended", run_id=item.run_id,
-                                     sequence=item.sequence)
-        return parent_head.root_run_id
+    def _adopting_root(self, conn: Any, item: HarnessStreamEvent, own: _Head | None) -> str | None:
+        return adopting_root(item, own, self._first, lambda run_id: self._head(conn, run_id))
 
     def _move_first_item(self, conn: Any, run_id: str, root_id: str) -> None:
         # The one item of ``run_id``'s own stream goes to the end of ``root_id``'s, as a child's first item.

@@ -46,7 +46,7 @@ from ...core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEve
 from ...wire.codec import DecodeError, Migration, decode, encode
 from ..checks import Cursor, check_prefix, check_tail
 from ..errors import DamagedStoreError, JournalConflictError
-from ..journal import announced_parent, root_head
+from ..journal import adopting_root, root_head
 from ._pg import JOURNAL_CHANNEL, LOCK_JOURNAL, STREAMS_CHANNEL, Database, notify_key
 
 __all__ = ["PostgresSourceJournal"]
@@ -180,23 +180,7 @@ class PostgresSourceJournal:
                 root = head.root_run_id  # it became a child of another stream meanwhile: lock that one too
 
     def _adopting_root(self, conn: Any, item: HarnessStreamEvent, own: _Head | None) -> str | None:
-        # As ``SqliteSourceJournal._adopting_root``: the stream a subagent's first item belongs in, when its
-        # announcement arrives without a root and that item was filed as a stream of its own.
-        parent = announced_parent(item)
-        if parent is None or own is None or own.root_run_id != item.run_id or own.last_sequence != 0 \
-                or own.last_position != self._first or own.terminal:
-            return None
-        parent_head = self._head(conn, parent)
-        if parent_head is None:
-            return None
-        root = self._head(conn, parent_head.root_run_id)
-        if root is None or root.root_run_id == item.run_id:
-            return None
-        if root.terminal:
-            raise AfterTerminalError(f"run {item.run_id!r} announces itself as a subagent of run {parent!r}, whose "
-                                     f"stream (of run {parent_head.root_run_id!r}) has ended", run_id=item.run_id,
-                                     sequence=item.sequence)
-        return parent_head.root_run_id
+        return adopting_root(item, own, self._first, lambda run_id: self._head(conn, run_id))
 
     def _move_first_item(self, conn: Any, run_id: str, root: str) -> None:
         # The one item of ``run_id``'s own stream goes to the end of ``root``'s, as a child's first item.
