@@ -646,14 +646,7 @@ class SqliteDeliveryLog:
 
     def _page(self, run_id: str, after: int, asked: str | int | None, check: bool,
               ) -> tuple[tuple[Delivery, ...], bool, int]:
-        try:
-            page = self.page(run_id, after=after)
-        except UnknownEventIdError:
-            if not check:
-                raise
-            raise UnknownEventIdError(run_id=run_id, event_id=asked if asked is not None else after,
-                                      last_event_id=self.last_event_id(run_id)) from None
-        return page.deliveries, page.finished, page.last_event_id
+        return follower_page(self, run_id, after, asked, check)
 
     async def _follow(self, run_id: str, after: int, asked: str | int | None, interval: float,
                       ) -> AsyncIterator[Delivery]:
@@ -787,3 +780,20 @@ async def sse_frames(deliveries: AsyncIterator[Delivery]) -> AsyncIterator[str]:
     """The SSE frame of each delivery (``Delivery.sse``). Shared by the delivery logs of both backends."""
     async for delivery in deliveries:
         yield delivery.sse()
+
+
+def follower_page(log: Any, run_id: str, after: int, asked: str | int | None, check: bool,
+                  ) -> tuple[tuple[Delivery, ...], bool, int]:
+    """A follower's next page of ``log`` (either backend's delivery log)
+    after event id ``after``: its deliveries, whether the Run has finished,
+    and its last event id. With ``check``, an unknown id is reported as the
+    one the follower ``asked`` for (its Last-Event-ID), naming the Run's last
+    event id."""
+    try:
+        page = log.page(run_id, after=after)
+    except UnknownEventIdError:
+        if not check:
+            raise
+        raise UnknownEventIdError(run_id=run_id, event_id=asked if asked is not None else after,
+                                  last_event_id=log.last_event_id(run_id)) from None
+    return page.deliveries, page.finished, page.last_event_id

@@ -51,11 +51,12 @@ from ..delivery import (
     check_known_id,
     expect_cursor,
     failure_json,
+    follower_page,
     parse_last_event_id,
     record_rows,
     sse_frames,
 )
-from ..errors import DamagedStoreError, UnknownEventIdError
+from ..errors import DamagedStoreError
 from ._pg import DELIVERY_CHANNEL, LOCK_DELIVERY, Database, notify_key
 from .lease import LEASE_SCHEMA, LEASES, Lease, LeaseLostError
 from .tables import BINDINGS_SCHEMA
@@ -347,14 +348,7 @@ class PostgresDeliveryLog:
 
     def _page(self, run_id: str, after: int, asked: str | int | None, check: bool,
               ) -> tuple[tuple[Delivery, ...], bool, int]:
-        try:
-            page = self.page(run_id, after=after)
-        except UnknownEventIdError:
-            if not check:
-                raise
-            raise UnknownEventIdError(run_id=run_id, event_id=asked if asked is not None else after,
-                                      last_event_id=self.last_event_id(run_id)) from None
-        return page.deliveries, page.finished, page.last_event_id
+        return follower_page(self, run_id, after, asked, check)
 
     async def _follow(self, run_id: str, after: int, asked: str | int | None, recheck: float,
                       ) -> AsyncIterator[Delivery]:
