@@ -6,30 +6,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from harness_agui.a13n import to_a13n
 from harness_agui.compat.a13n_stream_protocol import display as compat
-from harness_agui.core.source import HarnessRunResultEvent
-from harness_agui.wire.codec import decode
 
 pytest.importorskip("a13n_harness", reason="needs a13n-harness (Python 3.13): make test-a13n")
 upstream_stream = pytest.importorskip("a13n_stream_protocol", reason="needs a13n-stream-protocol 0.21.0")
 upstream = pytest.importorskip("a13n_stream_protocol.display")
 
-FIXTURES = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "a13n").glob("*.jsonl"))
-
-
-def runs(path: Path) -> list[list[Any]]:
-    found: list[list[Any]] = [[]]
-    for line in path.read_text().splitlines():
-        item = decode(line)
-        found[-1].append(to_a13n(item))
-        if isinstance(item, HarnessRunResultEvent):
-            found.append([])
-    return [run for run in found if run]
+from test_compat_events import FIXTURES, runs  # noqa: E402 (after the skips; the fixture Runs, as native items)
 
 
 @pytest.mark.parametrize("retain_content", [False, True])
