@@ -265,3 +265,41 @@ def test_a_run_recovered_at_start_up_reports_its_committed_last_event_id_before_
         return last
 
     assert asyncio.run(recovered()) == committed > 0
+
+
+def test_a_recovered_run_reports_its_committed_last_event_id_while_its_driver_is_still_resuming_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The driver sets the observer, then reads the journal's cursors (a thread hop each) before the Run goes
+    # on: a client reconnecting in that window with the Last-Event-ID it was sent must not be told "never
+    # assigned" (a crash test's reconnect saw 400 there).
+    items = a_run("run-window", deltas=60)
+    database = tmp_path / "host.db"
+
+    async def interrupted() -> int:
+        host = Host(database)
+        host.supervisor.start_run(CallableRun(lambda: paced(items, 0.01), thread_id="thread-w", run_id="run-window"))
+        while await host.supervisor.last_event_id("run-window") < 20:
+            await asyncio.sleep(0.01)
+        await host.close()
+        with SqliteDeliveryLog(database, read_only=True) as log:
+            return log.last_event_id("run-window")
+
+    committed = asyncio.run(interrupted())
+    seen: list[int] = []
+
+    async def recovered() -> None:
+        host = Host(database, reattach=lambda thread_id, run_id, after: paced(items[after + 1:], 0.01))
+        journal_cursor = host.supervisor.journal.stream_cursor
+        loop = asyncio.get_running_loop()
+
+        def reading_the_journal(run_id: str, **kwargs: Any) -> Any:  # in the driver's thread hop
+            seen.append(asyncio.run_coroutine_threadsafe(host.supervisor.last_event_id(run_id), loop).result(10))
+            return journal_cursor(run_id, **kwargs)
+
+        monkeypatch.setattr(host.supervisor.journal, "stream_cursor", reading_the_journal)
+        await host.supervisor.start()
+        await host.supervisor.wait("run-window")
+        await host.close()
+
+    asyncio.run(recovered())
+    assert seen and seen[0] == committed > 0

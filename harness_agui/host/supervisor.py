@@ -556,9 +556,11 @@ class RunSupervisor:
             run.ended = True
             run.feed.reset(rebuilt.last_event_id, finished=True)
             return False
+        # The feed knows what was committed before the Run goes on: from here ``last_event_id()`` answers
+        # from it, so a client reconnecting while the journal is read below is not told "never assigned".
+        run.feed.reset(rebuilt.last_event_id)
         run.cursor = await asyncio.to_thread(self.journal.stream_cursor, run.run_id, through=rebuilt.cursor)
         run.journal_end = await asyncio.to_thread(self.journal.cursor, run.run_id)
-        run.feed.reset(rebuilt.last_event_id)
         return True
 
     async def _backlog(self, run: _Run) -> None:
