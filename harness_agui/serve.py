@@ -525,30 +525,29 @@ class AguiServer:
         await self.supervisor.registered(source_run)
         return wire
 
-    async def _follow_run(self, request: Request) -> Response:
+    async def _run_of_path(self, request: Request, action: str) -> WireRun:
+        # The Run a /threads/{thread_id}/runs/{run_id} route names, once the request may ``action`` it.
         thread_id, run_id = request.path_params["thread_id"], request.path_params["run_id"]
         check_id("thread id", thread_id)
         check_id("run id", run_id)
-        await self._authorized(self._context(request, "follow", thread_id, run_id))
+        await self._authorized(self._context(request, action, thread_id, run_id))
         wire = await self.resolve(thread_id, run_id)
         if wire is None:
             raise _refuse(404, "unknown_run", f"thread {thread_id!r} has no run {run_id!r}")
+        return wire
+
+    async def _follow_run(self, request: Request) -> Response:
+        wire = await self._run_of_path(request, "follow")
         after = await self._after(request, wire, query=True)
         return self._stream(wire.source_run_id, after, late_joiner=after == 0)
 
     async def _cancel_run(self, request: Request) -> Response:
-        thread_id, run_id = request.path_params["thread_id"], request.path_params["run_id"]
-        check_id("thread id", thread_id)
-        check_id("run id", run_id)
-        await self._authorized(self._context(request, "cancel", thread_id, run_id))
-        wire = await self.resolve(thread_id, run_id)
-        if wire is None:
-            raise _refuse(404, "unknown_run", f"thread {thread_id!r} has no run {run_id!r}")
+        wire = await self._run_of_path(request, "cancel")
         if self.supervisor.cancel(wire.source_run_id):
             return JSONResponse({"cancelled": True}, status_code=202)
         if await asyncio.to_thread(self.deliveries.finished, wire.source_run_id):
             return JSONResponse({"cancelled": False}, status_code=200)
-        raise _refuse(409, "run_elsewhere", f"run {run_id!r} is driven by another server: cancel it there")
+        raise _refuse(409, "run_elsewhere", f"run {wire.wire_run_id!r} is driven by another server: cancel it there")
 
     # -- helpers ------------------------------------------------------------------------------
 
