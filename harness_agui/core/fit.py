@@ -45,12 +45,13 @@ from .encode import record_json
 from .records import Record
 from .source import HarnessStreamEvent
 
-__all__ = ["fit", "fits", "EVENT_FRAGMENT", "delta_chars"]
+__all__ = ["fit", "fits", "EVENT_FRAGMENT", "delta_chars", "DELTAS"]
 
 
 _esc = json.encoder.encode_basestring  # type: ignore[attr-defined]  # the string writer of record_json
 _FIELDS = 512  # bytes enough for any event's names, fixed fields and ids of ordinary length
-_DELTAS = frozenset(("TEXT_MESSAGE_CONTENT", "REASONING_MESSAGE_CONTENT", "TOOL_CALL_ARGS"))
+DELTAS = frozenset(("TEXT_MESSAGE_CONTENT", "REASONING_MESSAGE_CONTENT", "TOOL_CALL_ARGS"))
+"""The root Run's delta kinds: a record of one holds two texts, an id and a delta."""
 
 
 def delta_chars(limit: int | None) -> int:
@@ -59,9 +60,11 @@ def delta_chars(limit: int | None) -> int:
     return (limit - _FIELDS) // 6 if limit is not None else 1 << 62
 
 
-def fits(records: list[Record], limit: int) -> bool:
+def fits(records: list[Record], limit: int | None) -> bool:
     """Whether every record surely fits ``limit`` by the lengths of its
-    values alone (False: some must be measured)."""
+    values alone (False: some must be measured); None: no limit, True."""
+    if limit is None:
+        return True
     budget = (limit - _FIELDS) // 6
     for record in records:
         n = 0
@@ -85,7 +88,7 @@ def fit(records: list[Record], item: HarnessStreamEvent, limit: int) -> list[Rec
             out.append(record)
             continue
         name = ev.event_type(record)
-        if name in _DELTAS:
+        if name in DELTAS:
             out.extend(_deltas(record, limit))
         elif name == "CUSTOM":
             out.extend(_fragments(record, item, limit, ev.field_of(record, "name"), ev.field_of(record, "value")))

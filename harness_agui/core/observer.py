@@ -41,7 +41,7 @@ from .encode import EncodedEvent, encode_records
 from .errors import AguiObservationError, CheckpointError, EventsNotRetainedError
 from .livelog import LiveLog
 from .records import EventLog, RecordLog, build
-from .reduce import Processor, advance, step
+from .reduce import Processor, step
 from .source import HarnessStreamEvent
 from .state import DEFAULT_OPTIONS, INITIAL_STATE, MAX_EVENT_BYTES, OrderPolicy, ProjectionOptions, ProjectionState
 from .vocabulary import DEFAULT_VOCABULARY
@@ -278,7 +278,7 @@ class HarnessAguiObserver:
         self._resuming = True
         try:
             async for item in items:
-                staged = advance(staged, item, processor)
+                staged = step(staged, item, processor)[0]
         finally:
             self._resuming = False
         self._state = staged

@@ -114,7 +114,7 @@ from ._fast import new_tuple, part_streamed, with_fields
 from ._json import JSON
 from .custom import CUSTOM_FRAGMENT_CHARS, CUSTOM_MAX_CHARS, custom_records
 from .errors import AguiObservationError, FinishedSubagentError, ForeignRunError, UnknownSubagentError
-from .fit import fit, fits
+from .fit import DELTAS, fit, fits
 from .history import HistoryCursor, advance_in_stream, is_root_item
 from .history import advance as advance_history
 from .idmap import IdMap
@@ -196,6 +196,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MS = timedelta(milliseconds=1)
 _KIND_OF_PART: dict[type, PartKind] = {TextPart: "text", ThinkingPart: "thinking", ToolCallPart: "tool_call"}
 _KIND_OF_DELTA = {TextPartDelta: "text", ThinkingPartDelta: "thinking", ToolCallPartDelta: "tool_call"}
+_DELTA_OF_KIND = {kind: delta for delta, kind in _KIND_OF_DELTA.items()}
 _Streamed = TextPart | ThinkingPart | ToolCallPart  # the parts that stream: a start, deltas, an end
 # Until their projection rules exist, the other payloads and parts become CUSTOM events of these names.
 _PART_NAMES: dict[type, str] = {BuiltinToolReturnPart: "builtin_tool_return", FilePart: "file"}
@@ -270,13 +271,19 @@ def step(state: ProjectionState, item: HarnessStreamEvent,
     records = out if processor is None or not out else vocab.process(processor, event, out)
     if vocab.frame is not None and records:
         records = vocab.frame(event, records)
-    limit = options.max_event_bytes
-    if limit is not None and not fits(records, limit):
-        records = fit(records, event, limit)
     events = state.events
     if len(records) == 1:
-        events = events.append(records[0])
+        record = records[0]  # a token's delta: fits() written out, at a token's cost
+        if record[0] in DELTAS and len(record[2]) + len(record[3]) <= options.delta_chars or fits(
+                records, options.max_event_bytes):
+            events = events.append(record)
+        else:
+            records = fit(records, event, options.max_event_bytes)
+            events = events.extend(records)
     elif records:
+        limit = options.max_event_bytes
+        if limit is not None and not fits(records, limit):
+            records = fit(records, event, limit)
         events = events.extend(records)
     # state._replace(root=run, events=events), written out: a token's state.
     return new_tuple(ProjectionState, (run, state[1], state[2], state[3], state[4], events, state[6])), records
@@ -667,28 +674,15 @@ def _run_step(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int
     return the Run's state after it, with ``history`` as its cursor.
     ``options`` are the stream's, and for a child Run ``_CHILD_OPTIONS`` of
     them (a child's user input is its delegated task, never the client's)."""
-    parts, ledger = run.parts, run.ledger
-    request, parent = ledger.request_index, ledger.parent_message_id
+    _, parts, ledger = run  # one unpacking: all a token reads of its Run
     payload = item.event
     if type(payload) is PartDeltaEvent:  # most items of a Run (tokens): ahead of the match, calls spared
         index, delta = payload.index, payload.delta
         # Usually exactly one part is open and streaming: skip the search.
         part = parts[0] if len(parts) == 1 and parts[0].index == index else find_part(parts, index)
-        kind = _KIND_OF_DELTA.get(type(delta))
-        if part is None or kind is None:
-            if kind is None:
-                assert isinstance(delta, UnknownDelta)
-                out.extend(_custom(item, ts, f"harness.part_delta.{delta.part_delta_kind}"))
-            elif find_part(ledger.retired, index) is not None:
-                out.extend(_custom(item, ts, "harness.part_delta"))  # a late delta of a part already closed
-            else:
-                raise AguiObservationError(f"part delta for index {index}, which is not open",
-                                           sequence=item.sequence)
-            return _run(run, history)
-        if kind != part.kind:
-            raise AguiObservationError(
-                f"part {index} changed kind from {part.kind} to {kind} before its end", sequence=item.sequence
-            )
+        if part is None or type(delta) is not _DELTA_OF_KIND[part.kind]:
+            return _odd_delta(run, history, item, part, _KIND_OF_DELTA.get(type(delta)), ts, out)
+        kind = part.kind
         if kind == "text":
             text = delta.content_delta  # type: ignore[union-attr]
             if text:
@@ -706,9 +700,10 @@ def _run_step(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int
                 part = part_streamed(part, part.streamed + len(thought))
         else:
             assert type(delta) is ToolCallPartDelta
-            part = _tool_call_delta(part, delta, ts, parent, out, item.sequence)
+            part = _tool_call_delta(part, delta, ts, ledger.parent_message_id, out, item.sequence)
         # _run(run, history, parts), written out: a token's RunState.
         return new_tuple(RunState, (history, (part,) if len(parts) == 1 else _replace(parts, part), ledger))
+    request, parent = ledger.request_index, ledger.parent_message_id
     match payload:
         case PartStartEvent(part=BuiltinToolReturnPart() as returned) if run.calls.get(
                 run.call_id(returned.tool_call_id)) == "ended":
@@ -819,6 +814,26 @@ def _run_step(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int
 
         case _:  # pragma: no cover - HarnessEvent validates its payload
             raise TypeError(f"not a Harness payload: {type(payload).__name__}")
+    return _run(run, history)
+
+
+def _odd_delta(run: RunState, history: HistoryCursor, item: HarnessEvent, part: OpenPart | None,
+               kind: PartKind | None, ts: int, out: list[Record]) -> RunState:
+    """A delta that streams no open part of its kind: an unknown delta kind
+    or a late delta of a closed part (CUSTOM events), else an error."""
+    payload = item.event
+    assert isinstance(payload, PartDeltaEvent)
+    index, delta = payload.index, payload.delta
+    if kind is None:
+        assert isinstance(delta, UnknownDelta)
+        out.extend(_custom(item, ts, f"harness.part_delta.{delta.part_delta_kind}"))
+    elif part is not None:
+        raise AguiObservationError(f"part {index} changed kind from {part.kind} to {kind} before its end",
+                                   sequence=item.sequence)
+    elif find_part(run.retired, index) is not None:
+        out.extend(_custom(item, ts, "harness.part_delta"))  # a late delta of a part already closed
+    else:
+        raise AguiObservationError(f"part delta for index {index}, which is not open", sequence=item.sequence)
     return _run(run, history)
 
 

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import attrs
 from pyrsistent import PMap, PVector, pmap
 
-from . import vocabulary
+from . import fit, vocabulary
 from .history import INITIAL_CURSOR, HistoryCursor, advance_by_name
 from .idmap import IdMap, IdSet
 from .livelog import LiveLog
@@ -139,7 +139,7 @@ class _Derived:
     slots of their own (not attrs fields: options compare, hash and
     checkpoint by their fields alone)."""
 
-    __slots__ = ("plain", "advance", "rules")
+    __slots__ = ("plain", "advance", "rules", "delta_chars")
 
 
 @attrs.frozen(getstate_setstate=False)
@@ -175,7 +175,8 @@ class ProjectionOptions(_Derived):
     vocabulary and the strict order (the reducer's common case, which it
     takes without looking anything up); ``advance``, the order policy's
     function of ``core.history``; ``rules``, the ``core.vocabulary.Vocabulary``
-    the name resolves to.
+    the name resolves to; ``delta_chars``, the characters a delta may
+    hold and surely fit ``max_event_bytes`` (``core.fit.delta_chars``).
     """
 
     show_hidden: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
@@ -190,6 +191,7 @@ class ProjectionOptions(_Derived):
         plain: bool
         advance: Callable[[HistoryCursor, Any], HistoryCursor]
         rules: Vocabulary
+        delta_chars: int
 
     def __attrs_post_init__(self) -> None:
         set_ = object.__setattr__
@@ -197,6 +199,7 @@ class ProjectionOptions(_Derived):
         set_(self, "advance", advance_by_name(self.order))
         # None only in DEFAULT_OPTIONS, made before core.reduce registers the vocabulary it names (and fills it).
         set_(self, "rules", vocabulary.REGISTERED.get(self.vocabulary))
+        set_(self, "delta_chars", fit.delta_chars(self.max_event_bytes))
 
     def __getstate__(self) -> tuple[Any, ...]:
         return tuple(getattr(self, a.name) for a in attrs.fields(type(self)))
