@@ -278,7 +278,7 @@ def step(state: ProjectionState, item: HarnessStreamEvent,
                 records, options.max_event_bytes):
             events = events.append(record)
         else:
-            records = fit(records, event, options.max_event_bytes)
+            records = fit(records, event, options.max_event_bytes)  # type: ignore[arg-type]  # not None: fits said False
             events = events.extend(records)
     elif records:
         limit = options.max_event_bytes
@@ -682,13 +682,13 @@ def _run_step(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int
         part = parts[0] if len(parts) == 1 and parts[0].index == index else find_part(parts, index)
         if part is None or type(delta) is not _DELTA_OF_KIND[part.kind]:
             return _odd_delta(run, history, item, part, _KIND_OF_DELTA.get(type(delta)), ts, out)
-        kind = part.kind
-        if kind == "text":
+        streams = part.kind
+        if streams == "text":
             text = delta.content_delta  # type: ignore[union-attr]
             if text:
                 out.append(ev.text_content(ts, part.message_id, text))
                 part = part_streamed(part, part.streamed + len(text))
-        elif kind == "thinking":
+        elif streams == "thinking":
             thought, signature = delta.content_delta, delta.signature_delta  # type: ignore[union-attr]
             if thought:
                 out.append(ev.reasoning_content(ts, part.message_id, thought))
@@ -818,7 +818,7 @@ def _run_step(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int
 
 
 def _odd_delta(run: RunState, history: HistoryCursor, item: HarnessEvent, part: OpenPart | None,
-               kind: PartKind | None, ts: int, out: list[Record]) -> RunState:
+               kind: str | None, ts: int, out: list[Record]) -> RunState:
     """A delta that streams no open part of its kind: an unknown delta kind
     or a late delta of a closed part (CUSTOM events), else an error."""
     payload = item.event
