@@ -104,6 +104,19 @@ def test_a_large_run_result_and_error_message_have_stand_ins() -> None:
     _valid(failed)
 
 
+def test_a_suspended_run_whose_interrupts_outgrow_the_limit_still_finishes_with_their_ids() -> None:
+    # Found by the property below: at 1024 bytes, two approvals' interrupts (message, schema, metadata)
+    # outgrew the limit and the stand-in kept them whole, so none was sent and the run never finished.
+    b = SourceBuilder().observation("n", None).suspended(("call-1", "lookup", None), ("call-2", "write", None))
+    events = _check(b.items, 1024)
+    last = _wire(events)[-1]
+    assert last["type"] == "RUN_FINISHED" and last["outcome"]["type"] == "interrupt"
+    assert last["outcome"]["interrupts"] == [
+        {"id": "call-1:approval", "reason": "tool_approval", "toolCallId": "call-1"},
+        {"id": "call-2:approval", "reason": "tool_approval", "toolCallId": "call-2"}]
+    _valid(events)
+
+
 def test_a_large_custom_value_is_cut_into_fragments_of_its_own_name() -> None:
     b = SourceBuilder().observation("big", {"blob": "\u2603" * 200_000}).completed("x")
     events = _check(b.items)

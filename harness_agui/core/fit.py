@@ -20,9 +20,10 @@
 #     CUSTOM named ``harness.event``, followed by a stand-in that a client can
 #     apply on its own: the same event with its large content left out (a
 #     tool result's content and its multimodal parts, a run's or subagent's
-#     result) or cut (an error message), so a call is still answered and a
-#     run still finishes; an encrypted value or an event of another kind has
-#     no stand-in.
+#     result, and when still too large a suspended run's interrupts down to
+#     their ids, reasons and calls) or cut (an error message), so a call is
+#     still answered and a run still finishes; an encrypted value, an event
+#     of another kind, or a stand-in that would not fit either, has none.
 #
 # ``custom.assemble_custom(events)`` joins every run of fragments back into
 # the event it was cut from (a ``harness.event`` run replaces the stand-in
@@ -171,7 +172,15 @@ def _stand_in(record: Record, limit: int) -> Record | None:
         harness = {k: v for k, v in harness.items() if k != "content"}
         harness["fragmented"] = True
         shown = ev.with_field(ev.with_content(record, ""), "metadata", _json.dumps({"harness": harness}))
-    elif name in ("RUN_FINISHED", "SUBAGENT_FINISHED"):
+    elif name == "RUN_FINISHED":
+        shown = ev.with_content(record, None)
+        outcome = _json.loads(ev.field_of(shown, "outcome"))
+        if _size(shown) > limit and outcome.get("type") == "interrupt":
+            # A suspended run's interrupts name what a client answers: each keeps its id, reason and call.
+            outcome["interrupts"] = [{k: v for k, v in i.items() if k in ("id", "reason", "toolCallId")}
+                                     for i in outcome["interrupts"]]
+            shown = ev.with_field(shown, "outcome", _json.dumps(outcome))
+    elif name == "SUBAGENT_FINISHED":
         shown = ev.with_content(record, None)
     elif name in ("RUN_ERROR", "SUBAGENT_ERROR"):
         message = ev.content_of(record)
