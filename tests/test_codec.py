@@ -15,6 +15,7 @@ from ag_ui.core import CustomEvent, TextMessageContentEvent
 from hypothesis import given
 from hypothesis import strategies as st
 
+from harness_agui.core import _json
 from harness_agui.core.source import (
     EXTENSION_KINDS,
     INPUT_SOURCES,
@@ -41,7 +42,14 @@ from harness_agui.core.source import (
     ToolResultEvent,
     Usage,
 )
-from harness_agui.testing import SourceBuilder, complete_histories, json_objects, json_values, simulated_run
+from harness_agui.testing import (
+    SourceBuilder,
+    complete_histories,
+    json_objects,
+    json_values,
+    simulated_run,
+    source_items,
+)
 from harness_agui.wire import codec
 from harness_agui.wire.agui import agui_to_json, sse_frame
 from harness_agui.wire.codec import DecodeError, decode, encode, from_json, to_json
@@ -133,6 +141,12 @@ def test_an_encoded_line_is_one_line_of_utf8_json(item: HarnessStreamEvent) -> N
     assert "\n" not in line and "\r" not in line
     assert json.loads(line.encode("utf-8")) == to_json(item)
     assert decode(line.encode("utf-8")) == item
+
+
+@given(st.one_of(items, source_items()))
+def test_the_generated_writers_write_the_text_of_the_json_object_byte_for_byte(item: HarnessStreamEvent) -> None:
+    # encode() writes an item by generated writers; the line must be exactly the compact JSON of to_json().
+    assert encode(item) == _json.dumps(to_json(item))
 
 
 @given(complete_histories())

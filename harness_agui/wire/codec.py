@@ -3,7 +3,8 @@
 # Encoding is a straight walk over the frozen source values, driven by the
 # field table of ``core.jsonform``, which is derived from the source model's
 # declarations (field names are the attrs field names, the envelope's "kind"
-# is its tag); decoding is the reverse walk over the same table with a
+# is its tag), and written by writers generated from that table (see
+# ``encode``); decoding is the reverse walk over the same table with a
 # strict reader that names the line and the field at fault. Nothing is
 # skipped: an unknown version, kind, payload type or field is an error
 # unless the caller supplied a migration for that version, which turns the
@@ -130,10 +131,79 @@ def encode(item: HarnessStreamEvent) -> str:
 
     The line is compact JSON, UTF-8 encodable (the source model admits no
     lone surrogate), with keys in a fixed order, so the same item always
-    gives the same text. Raises TypeError for anything that is not a Harness
-    stream item.
+    gives the same text: ``_json.dumps(to_json(item))``, written by the
+    item's generated writer (below). Raises TypeError for anything that is
+    not a Harness stream item.
     """
-    return _json.dumps(to_json(item))
+    write = _LINES.get(type(item))
+    if write is None:
+        raise TypeError(f"not a Harness stream item: {type(item).__name__}")
+    return write(item)
+
+
+# A journal writes one line per item, and building the JSON object of an item only to write it costs more
+# than projecting the item. So every class whose fields are all of the simple kinds (text, numbers, flags,
+# instants, JSON values, and nested values) has a writer generated from its shape, that writes its text
+# directly: the same keys in the same order, the same default fields left out, each value written as the
+# compact JSON writer writes it. A nested value of a class without a writer (tool content, binary data,
+# lists of values) is written by ``_json.dumps(value_to_json(value))``, which is what its text is inside the
+# whole object's. ``tests/test_codec.py`` checks the writers against that on every generated item.
+
+_SIMPLE = {
+    "str": "(_esc({v}) if type({v}) is str else _dumps({v}))",
+    "choice": "(_esc({v}) if type({v}) is str else _dumps({v}))",
+    "int": "(_int({v}) if type({v}) is int else _dumps({v}))",
+    "bool": "('true' if {v} is True else 'false' if {v} is False else _dumps({v}))",
+    "datetime": "_esc({v}.isoformat())",
+    "json": "_dumps({v})", "object": "_dumps({v})", "array": "_dumps({v})", "args": "_dumps({v})",
+    "text_or_object": "_dumps({v})",
+    "nested": "_write({v})", "part": "_write({v})", "delta": "_write({v})", "payload": "_write({v})",
+}
+
+
+def _write(value: Any) -> str:
+    """The JSON text of a source value, by its class's writer if it has one."""
+    write = _WRITERS.get(type(value))
+    return write(value) if write is not None else _json.dumps(value_to_json(value))
+
+
+def _writer(shape: Shape, head: str) -> Callable[[Any], str] | None:
+    """The generated writer of ``shape``'s class, its text opened by ``head``
+    (``{`` and whatever leads); None if a field is not of a simple kind."""
+    if any(f.kind not in _SIMPLE for f in shape.fields) or shape.cls is BinaryContent:
+        return None
+    namespace: dict[str, Any] = {"_esc": json.encoder.encode_basestring, "_dumps": _json.dumps, "_int": int.__repr__,
+                                 "_write": _write}
+    lines = ["def write(value):", f"    out = [{head!r}]"]
+    if shape.tag is not None:
+        lines.append(f"    out.append({_json.dumps(shape.tag_key) + ':' + _json.dumps(shape.tag)!r})")
+    for i, f in enumerate(shape.fields):
+        v = f"v{i}"
+        lines.append(f"    {v} = value.{f.name}")
+        text = f"{_json.dumps(f.name) + ':'!r} + {_SIMPLE[f.kind].format(v=v)}"
+        if f.required or f.always:
+            lines.append(f"    out.append({text})")
+            continue
+        if f.default_factory is not None:
+            namespace[f"_default{i}"] = f.is_default
+            lines.append(f"    if not _default{i}({v}):")
+        elif f.default is None:
+            lines.append(f"    if {v} is not None:")
+        else:
+            namespace[f"_default{i}"], namespace[f"_type{i}"] = f.default, type(f.default)
+            lines.append(f"    if not (type({v}) is _type{i} and {v} == _default{i}):")
+        lines.append(f"        out.append({text})")
+    lines.append("    return out[0] + ','.join(out[1:]) + '}'")
+    exec(compile("\n".join(lines), f"<harness_agui writer {shape.cls.__name__}>", "exec"), namespace)
+    return namespace["write"]  # type: ignore[no-any-return]
+
+
+_WRITERS: dict[type, Callable[[Any], str]] = {
+    cls: w for cls, shape in SHAPES.items() if (w := _writer(shape, "{")) is not None}
+_LINES: dict[type, Callable[[Any], str]] = {
+    cls: w for cls in (HarnessEvent, HarnessRunResultEvent)
+    if (w := _writer(SHAPES[cls], '{"v":' + str(WIRE_VERSION) + ",")) is not None}
+assert len(_LINES) == 2, "an envelope field of a kind the writers do not know"
 
 
 # -- decoding --------------------------------------------------------------------
