@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 from ag_ui.core import BaseEvent, CustomEvent, EventType
 from ag_ui_validate.pytest_plugin import validate_agui
+from hypothesis import given
+from hypothesis import strategies as st
 
 from harness_agui import (
     AguiObservationError,
@@ -150,6 +152,15 @@ def test_every_event_is_stamped_with_occurred_at_in_epoch_milliseconds(occurred_
     assert [e.type for e in events] == [EventType.RUN_STARTED, EventType.TEXT_MESSAGE_START,
                                         EventType.TEXT_MESSAGE_CONTENT]
     assert [e.timestamp for e in events] == [expected] * 3
+
+
+@given(st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30),
+                    timezones=st.integers(-1439, 1439).map(lambda m: timezone(timedelta(minutes=m)))))
+def test_the_timestamp_is_the_floor_of_the_milliseconds_since_the_epoch(occurred_at: datetime) -> None:
+    item = HarnessEvent(thread_id=THREAD, run_id=RUN, sequence=0, occurred_at=occurred_at,
+                        event=ObservationEvent(name="n", value=1))
+    expected = (occurred_at - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)
+    assert {e.timestamp for e in HarnessAguiObserver().observe(item)} == {expected}
 
 
 # -- text parts ----------------------------------------------------------------------------
