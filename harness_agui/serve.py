@@ -584,17 +584,32 @@ class AguiServer:
         if known is not None:
             self._known.move_to_end(run_id)
             return known
-        bindings = self.stores.bindings
-        known = await asyncio.to_thread(bindings.source_of, run_id)
+        known, harness_id, journaled = await asyncio.to_thread(self._look_up, run_id)  # one hop for the lookups
         if known is None:
-            if await asyncio.to_thread(bindings.wire_of, run_id) is not None:
+            if harness_id:
                 return None  # a Harness's id, not a client's
-            thread_id = await self.supervisor.thread_of(run_id)
+            thread_id = self.supervisor.thread_here(run_id) or journaled  # this process's Run, else the journal's
             if thread_id is None:
                 return None
             known = WireRun.same(thread_id, run_id)
         self._remember(known)
         return known
+
+    def _look_up(self, run_id: str) -> tuple[WireRun | None, bool, str | None]:
+        # In a worker thread: the binding of a client's run id; else whether it is a Harness's (bound) id;
+        # else the Thread the journal holds for it (None for a child Run's id or a Run not journaled).
+        bindings = self.stores.bindings
+        known = bindings.source_of(run_id)
+        if known is not None:
+            return known, False, None
+        if bindings.wire_of(run_id) is not None:
+            return None, True, None
+        try:
+            return None, False, self.journal.thread_of(run_id)
+        except StorageError:
+            raise
+        except ValueError:  # a child Run's id
+            return None, False, None
 
     def _remember(self, wire: WireRun) -> None:
         self._known[wire.wire_run_id] = wire

@@ -314,6 +314,11 @@ class RunSupervisor:
                                              self.stores.lost)
         return here | leased
 
+    def thread_here(self, run_id: str) -> str | None:
+        """The Thread of root Run ``run_id`` if this process drives it (None otherwise)."""
+        run = self._runs.get(run_id)
+        return None if run is None else run.thread_id
+
     async def thread_of(self, run_id: str) -> str | None:
         """The Thread of root Run ``run_id``: this process's, else the journal's, else its binding's (a
         Run bound but not journaled yet); None for a Run nobody started (or a child Run's id)."""
