@@ -56,9 +56,7 @@ async def rebuild(run_id: str, journal: SourceJournal, deliveries: DeliveryLog, 
     """Resume fresh ``observer`` with root Run ``run_id``'s stream through its delivery cursor (from the
     newest valid checkpoint, when ``checkpoints`` is given) and check that the rebuilt projection holds
     exactly the recorded events. Raises as ``project_run`` does before it follows the journal."""
-    cursor = await asyncio.to_thread(deliveries.cursor, run_id)
-    ended = await asyncio.to_thread(deliveries.finished, run_id)
-    last = await asyncio.to_thread(deliveries.last_event_id, run_id)
+    cursor, ended, last = await asyncio.to_thread(_delivered, run_id, deliveries)
     failed = False
     if cursor is not None or ended:
         start = 0  # the events the rebuilt projection took from a checkpoint, not from the journal
@@ -144,6 +142,11 @@ async def project_run(
         if publish is not None:
             publish(delivered)
     return observer
+
+
+def _delivered(run_id: str, deliveries: DeliveryLog) -> tuple[Cursor, bool, int]:
+    # The delivery log's cursor, whether the Run ended, and its last event id: one worker-thread hop.
+    return deliveries.cursor(run_id), deliveries.finished(run_id), deliveries.last_event_id(run_id)
 
 
 def _check_rebuilt(run_id: str, cursor: int | None, observer: HarnessAguiObserver, deliveries: DeliveryLog,

@@ -564,9 +564,12 @@ class RunSupervisor:
         # The feed knows what was committed before the Run goes on: from here ``last_event_id()`` answers
         # from it, so a client reconnecting while the journal is read below is not told "never assigned".
         run.feed.reset(rebuilt.last_event_id)
-        run.cursor = await asyncio.to_thread(self.journal.stream_cursor, run.run_id, through=rebuilt.cursor)
-        run.journal_end = await asyncio.to_thread(self.journal.cursor, run.run_id)
+        run.cursor, run.journal_end = await asyncio.to_thread(self._journal_at, run.run_id, rebuilt.cursor)
         return True
+
+    def _journal_at(self, run_id: str, through: Cursor) -> tuple[StreamCursor, Cursor]:
+        # In a worker thread: the stream's cursor after ``through`` and the journal's last position.
+        return self.journal.stream_cursor(run_id, through=through), self.journal.cursor(run_id)
 
     async def _backlog(self, run: _Run) -> None:
         # Project and record the items journaled after the delivery cursor (recorded nowhere yet).
