@@ -604,12 +604,7 @@ class AguiServer:
             return known, False, None
         if bindings.wire_of(run_id) is not None:
             return None, True, None
-        try:
-            return None, False, self.journal.thread_of(run_id)
-        except StorageError:
-            raise
-        except ValueError:  # a child Run's id
-            return None, False, None
+        return None, False, self.supervisor.journaled_thread(run_id)
 
     def _remember(self, wire: WireRun) -> None:
         self._known[wire.wire_run_id] = wire

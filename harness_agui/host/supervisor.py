@@ -319,18 +319,23 @@ class RunSupervisor:
         run = self._runs.get(run_id)
         return None if run is None else run.thread_id
 
+    def journaled_thread(self, run_id: str) -> str | None:
+        """The Thread the journal holds for root Run ``run_id`` (blocking: call it in a worker thread); None
+        for a Run not journaled or a child Run's id (not a Run a client follows)."""
+        try:
+            return self.journal.thread_of(run_id)
+        except StorageError:
+            raise
+        except ValueError:  # a child Run's id
+            return None
+
     async def thread_of(self, run_id: str) -> str | None:
         """The Thread of root Run ``run_id``: this process's, else the journal's, else its binding's (a
         Run bound but not journaled yet); None for a Run nobody started (or a child Run's id)."""
         run = self._runs.get(run_id)
         if run is not None:
             return run.thread_id
-        try:
-            thread_id = await asyncio.to_thread(self.journal.thread_of, run_id)
-        except StorageError:
-            raise
-        except ValueError:  # a child Run's id: not a Run a client follows
-            return None
+        thread_id = await asyncio.to_thread(self.journaled_thread, run_id)
         if thread_id is None:
             wire = await asyncio.to_thread(self.stores.bindings.wire_of, run_id)
             thread_id = None if wire is None else wire.source_thread_id
