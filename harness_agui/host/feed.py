@@ -23,7 +23,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Iterable
 
 from ..wire.agui import sse_frame
@@ -41,7 +40,7 @@ class RunFeed:
     ``closed`` that the feed was given up (its followers find the Run's feed again)."""
 
     __slots__ = ("run_id", "tag", "window", "base", "last", "finished", "local", "closed", "followers", "_frames",
-                 "_changed")
+                 "_changed", "_timer")
 
     def __init__(self, run_id: str, *, last_event_id: int = 0, finished: bool = False, window: int = 1024,
                  local: bool = False) -> None:
@@ -56,6 +55,7 @@ class RunFeed:
         self.followers = 0
         self._frames: list[bytes] = []
         self._changed = asyncio.Event()
+        self._timer: asyncio.TimerHandle | None = None
 
     def frame(self, event_id: int, data: str) -> bytes:
         """The SSE frame of event ``event_id`` of this Run, whose JSON is ``data``."""
@@ -90,6 +90,9 @@ class RunFeed:
     def close(self) -> None:
         """Give the feed up: its followers are woken and find the Run's feed again."""
         self.closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         self._wake()
 
     def after(self, event_id: int) -> bytes | None:
@@ -107,17 +110,27 @@ class RunFeed:
 
     async def wait(self, seen: int, timeout: float) -> bool:
         """Wait until an event after ``seen`` is published, the Run finishes or the feed is closed, at
-        most ``timeout`` seconds; whether something changed."""
+        most ``timeout`` seconds; whether one of those happened. It may return sooner: the feed keeps one
+        timer for all its followers, at the earliest time one of them asked for, and wakes them all when it
+        fires (a follower that was woken early waits again for the rest of its time)."""
         if self.last != seen or self.finished or self.closed:
             return True
-        changed = self._changed
-        with contextlib.suppress(TimeoutError):
-            # asyncio.timeout, not wait_for: on Python 3.11 wait_for can lose a cancellation that arrives
-            # as the event fires, and the follower would not stop.
-            async with asyncio.timeout(timeout):
-                await changed.wait()
-                return True
-        return False
+        # One timer per feed, moved only when a waiter needs it sooner: a live Run's followers wait between
+        # every two events, and a timer of their own each time cost a handle, a heap entry and a
+        # cancellation per event and follower.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        timer = self._timer
+        if timer is None or timer.when() > deadline:
+            if timer is not None:
+                timer.cancel()
+            self._timer = loop.call_at(deadline, self._time_up)
+        await self._changed.wait()
+        return self.last != seen or self.finished or self.closed
+
+    def _time_up(self) -> None:
+        self._timer = None
+        self._wake()
 
     def _wake(self) -> None:
         self._changed.set()
