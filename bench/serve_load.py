@@ -16,7 +16,10 @@
 # server CPU (utime + stime of the server processes, /proc/<pid>/stat, all
 # their threads), and the latencies of the deltas received in it.
 #
-# Configurations: SQLite with synchronous NORMAL and FULL (one server process),
+# Configurations: a paced null server (``null``: Starlette and uvicorn streaming
+# the same frames at the same pace, with no Harness, projection or storage: the
+# floor the targets are stated against, measured in the same run), SQLite with
+# synchronous NORMAL and FULL (one server process),
 # and PostgreSQL (a throwaway server, fsync off: the figures are of the kit and
 # PostgreSQL's CPU, not of a disk) with two server processes sharing the
 # database, each taking half the Runs. The PostgreSQL server's own CPU is
@@ -88,11 +91,47 @@ def bench_runner(pace: float, deltas: int) -> Any:
 def serve(args: argparse.Namespace) -> None:
     import uvicorn
 
-    from harness_agui.serve import create_app
+    from harness_agui.serve import create_app, tune_collector
 
-    app = create_app(bench_runner(args.pace, args.deltas), database=args.db, synchronous=args.synchronous)
+    if args.db == "null":
+        app = null_app(args.pace, args.deltas)
+    else:
+        app = create_app(bench_runner(args.pace, args.deltas), database=args.db, synchronous=args.synchronous)
+    if not args.stock_gc:  # as ``harness-agui serve`` does
+        tune_collector()
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", timeout_graceful_shutdown=1,
                 loop=args.loop, http=args.http)
+
+
+def null_app(pace: float, deltas: int) -> Any:
+    """The paced null server: per POSTed Run, the frames of a bench Run (the same count, sizes and stamped
+    deltas) at the same pace, from a plain Starlette streaming response: no Harness, projection or storage."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import StreamingResponse
+    from starlette.routing import Route
+
+    async def frames(thread_id: str, run_id: str) -> AsyncIterator[bytes]:
+        ids = f'"threadId":"{thread_id}","runId":"{run_id}"'
+        message = f'"messageId":"{run_id}:text"'
+        yield b"retry: 3000\n\n"
+        started = f'{{"type":"RUN_STARTED",{ids}}}'
+        for head in (started, f'{{"type":"TEXT_MESSAGE_START",{message},"role":"assistant"}}'):
+            await asyncio.sleep(pace)
+            yield f"data: {head}\n\n".encode()
+        for _ in range(deltas):
+            await asyncio.sleep(pace)
+            yield (f'data: {{"type":"TEXT_MESSAGE_CONTENT",{message},"delta":"{time.time():.6f} ",'
+                   f'"timestamp":{int(time.time() * 1000)}}}\n\n').encode()
+        await asyncio.sleep(pace)
+        yield (f'data: {{"type":"TEXT_MESSAGE_END",{message}}}\n\n'
+               f'data: {{"type":"RUN_FINISHED",{ids},"result":"counted"}}\n\n').encode()
+
+    async def runs(request: Request) -> StreamingResponse:
+        body = json.loads(await request.body())
+        return StreamingResponse(frames(body["threadId"], body["runId"]), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/runs", runs, methods=["POST"])])
 
 
 def free_port() -> int:
@@ -102,12 +141,13 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, db: str, synchronous: str, pace: float, deltas: int, stock: bool = False) -> None:
+    def __init__(self, db: str, synchronous: str, pace: float, deltas: int, stock: bool = False,
+                 stock_gc: bool = False) -> None:
         self.port = free_port()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "bench.serve_load", "serve", "--db", db, "--port", str(self.port),
              "--synchronous", synchronous, "--pace", str(pace), "--deltas", str(deltas),
-             *(("--loop", "asyncio", "--http", "h11") if stock else ())],
+             *(("--loop", "asyncio", "--http", "h11") if stock else ()), *(("--stock-gc",) if stock_gc else ())],
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 30
         while True:
@@ -276,7 +316,7 @@ def measure(name: str, servers: list[Server], runs: int, args: argparse.Namespac
 def run_sqlite(synchronous: str, runs: int, args: argparse.Namespace) -> dict[str, Any]:
     folder = tempfile.mkdtemp(prefix="serve-load-")
     try:
-        server = Server(os.path.join(folder, "host.db"), synchronous, args.pace, args.deltas, args.stock)
+        server = Server(os.path.join(folder, "host.db"), synchronous, args.pace, args.deltas, args.stock, args.stock_gc)
         try:
             return measure(f"sqlite-{synchronous.lower()}", [server], runs, args)
         finally:
@@ -285,12 +325,20 @@ def run_sqlite(synchronous: str, runs: int, args: argparse.Namespace) -> dict[st
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def run_null(runs: int, args: argparse.Namespace) -> dict[str, Any]:
+    server = Server("null", "OFF", args.pace, args.deltas, args.stock, args.stock_gc)
+    try:
+        return measure("null", [server], runs, args)
+    finally:
+        server.stop()
+
+
 def run_postgres(runs: int, args: argparse.Namespace) -> dict[str, Any]:
     from harness_agui.testing.postgres import TemporaryPostgres
 
     with TemporaryPostgres(max_connections=300) as pg:
         url = pg.create_database(f"load{runs}")
-        servers = [Server(url, "FULL", args.pace, args.deltas, args.stock) for _ in range(2)]
+        servers = [Server(url, "FULL", args.pace, args.deltas, args.stock, args.stock_gc) for _ in range(2)]
         try:
             assert pg.directory is not None
             return measure("postgres-2", servers, runs, args, pg_directory=pg.directory)
@@ -312,16 +360,24 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace, started: str
         f"{args.warmup:.0f} s warm-up, then {args.seconds:.0f} s measured. CPU: the server processes' "
         "utime + stime over the window (all threads), per event received by the clients. Latency: from "
         "the Harness's yield of an item to the client's receipt of its event. The load generator runs on "
-        "the same 2 shared cores.",
+        "the same 2 shared cores. `null` is the paced null server: Starlette and uvicorn streaming the same "
+        "frames at the same pace with no Harness, projection or storage; \"x null\" is a row's server CPU per "
+        "event over the null server's at the same number of Runs, in this run. "
+        + ("The servers leave the garbage collector as it is (`--stock-gc`)." if args.stock_gc else
+           "The servers call `harness_agui.serve.tune_collector()` after building the app, as `harness-agui "
+           "serve` does."),
         "",
-        "| database | Runs | items/s offered | events/s | server CPU / event | PostgreSQL CPU / event | "
+        "| database | Runs | items/s offered | events/s | server CPU / event | x null | PostgreSQL CPU / event | "
         "server CPU (cores) | p50 | p99 | errors |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    null = {r["runs"]: r["cpu_us_per_event"] for r in results if r["config"] == "null"}
     for r in results:
         pg = f"{r['pg_cpu_us_per_event']:.0f} us" if r["pg_cpu_us_per_event"] is not None else ""
+        floor = null.get(r["runs"])
+        ratio = f"{r['cpu_us_per_event'] / floor:.1f}" if floor and r["cpu_us_per_event"] else ""
         lines.append(f"| {r['config']} | {r['runs']} | {r['items_per_s_offered']:,.0f} | {r['events_per_s']:,.0f} "
-                     f"| {r['cpu_us_per_event'] or 0:.0f} us | {pg} | {r['server_cpu_share']:.2f} "
+                     f"| {r['cpu_us_per_event'] or 0:.0f} us | {ratio} | {pg} | {r['server_cpu_share']:.2f} "
                      f"| {r['p50_ms'] or 0:.1f} ms | {r['p99_ms'] or 0:.1f} ms | {r['errors']} |")
     (RESULTS / "serve_load.md").write_text("\n".join(lines) + "\n")
     chart(results)
@@ -367,16 +423,20 @@ def main() -> None:
     server.add_argument("--deltas", type=int, default=DELTAS)
     server.add_argument("--loop", default="auto")
     server.add_argument("--http", default="auto")
+    server.add_argument("--stock-gc", action="store_true")
     parser.add_argument("--runs", default="50,100,200", help="comma-separated numbers of concurrent Runs")
     parser.add_argument("--pace", type=float, default=0.02, help="seconds between a Run's items")
     parser.add_argument("--deltas", type=int, default=DELTAS)
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--seconds", type=float, default=8.0)
-    parser.add_argument("--only", default="sqlite-normal,sqlite-full,postgres-2")
+    parser.add_argument("--only", default="null,sqlite-normal,sqlite-full,postgres-2")
     parser.add_argument("--no-write", action="store_true", help="print only; leave bench/results alone")
     parser.add_argument("--stock", action="store_true",
                         help="uvicorn's pure-Python parts (asyncio loop, h11) even where uvloop and httptools are "
                              "installed")
+    parser.add_argument("--stock-gc", action="store_true",
+                        help="leave the servers' garbage collector as it is (by default they call "
+                             "harness_agui.serve.tune_collector(), as harness-agui serve does)")
     args = parser.parse_args()
     if args.mode == "serve":
         serve(args)
@@ -386,7 +446,9 @@ def main() -> None:
     results = []
     for runs in (int(n) for n in args.runs.split(",")):
         for config in args.only.split(","):
-            if config == "sqlite-normal":
+            if config == "null":
+                results.append(run_null(runs, args))
+            elif config == "sqlite-normal":
                 results.append(run_sqlite("NORMAL", runs, args))
             elif config == "sqlite-full":
                 results.append(run_sqlite("FULL", runs, args))

@@ -482,7 +482,7 @@ def _serve(args: argparse.Namespace, err: TextIO | None) -> int:
     try:
         import uvicorn
 
-        from .serve import AguiServer
+        from .serve import AguiServer, tune_collector
     except ImportError:
         raise _Fail("serve needs the serve extra: pip install 'harness-agui[serve]'", EXIT_USAGE) from None
     if (args.target is None) == (not args.demo):
@@ -501,6 +501,8 @@ def _serve(args: argparse.Namespace, err: TextIO | None) -> int:
             host, port = listening.getsockname()[:2]
             _say(err, f"serving {what} on http://{host}:{port}/runs (database {server.journal.path}); Ctrl-C stops",
                  EXIT_OK)
+            if not args.no_gc_tuning:
+                tune_collector()
             config = uvicorn.Config(server.app, log_level="warning", timeout_graceful_shutdown=1)
             uvicorn.Server(config).run(sockets=[listening])
     finally:
@@ -756,6 +758,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="send clients what the Harness marks for the model only (debugging)")
     serve.add_argument("--cancel-on-disconnect", action="store_true",
                        help="cancel a run when the client that POSTed it goes away before its end")
+    serve.add_argument("--no-gc-tuning", action="store_true",
+                       help="leave Python's garbage collector as it is (serve freezes the start-up heap and "
+                            "collects new objects less often: see harness_agui.serve.tune_collector)")
     for command in (replay, check, export, runs, events, serve, demo):
         command.add_argument("--version", action="version", version=_version())
     return parser

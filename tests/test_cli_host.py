@@ -238,3 +238,37 @@ def test_temporary_postgres_moved_to_testing_and_its_old_name_still_works_with_a
         warnings.simplefilter("always")
         from harness_agui.host.postgres.server import TemporaryPostgres
     assert TemporaryPostgres is moved.TemporaryPostgres and caught[0].category is DeprecationWarning
+
+
+GC_REPORTER = '''
+import gc
+
+from harness_agui.testing import SourceBuilder
+
+
+async def runner(run_input):
+    said = f"threshold {gc.get_threshold()[0]} frozen {gc.get_freeze_count()}"
+    b = SourceBuilder(run_input.thread_id, run_input.run_id)
+    b.user("hi").request().text(0, [said]).completed(said)
+    for item in b.items:
+        yield item
+'''
+
+
+def test_serve_tunes_the_garbage_collector_unless_told_not_to(tmp_path: Path) -> None:
+    (tmp_path / "gc_agent.py").write_text(GC_REPORTER)
+    stock = int(subprocess.run([sys.executable, "-c", "import gc; print(gc.get_threshold()[0])"], capture_output=True,
+                               text=True, check=True).stdout)
+    for flags, tuned in (((), True), (("--no-gc-tuning",), False)):
+        served = Serving("gc_agent:runner", "--port", "0", "--db", tmp_path / f"{tuned}.db", *flags, cwd=tmp_path)
+        try:
+            result = post_and_read(served.base)[-1]["result"]
+        finally:
+            served.close()
+        found = re.fullmatch(r"threshold (\d+) frozen (\d+)", str(result))
+        assert found is not None, result
+        threshold, frozen = map(int, found.groups())
+        if tuned:
+            assert threshold == max(stock, 10_000) and frozen > 1000  # the start-up heap: modules, the app
+        else:
+            assert threshold == stock and frozen == 0

@@ -472,3 +472,31 @@ def test_export_writes_a_run_of_the_database_as_wire_lines_that_replay_projects_
     checked = subprocess.run([sys.executable, "-m", "harness_agui", "check", "-"], input=exported.stdout,
                              capture_output=True, text=True, timeout=60)
     assert checked.returncode == 0 and "no problems" in checked.stdout
+
+
+def test_tune_collector_freezes_the_heap_and_only_ever_raises_the_young_threshold() -> None:
+    # In a child interpreter: the collector's settings are the whole process's.
+    script = """
+import gc
+from harness_agui.serve import tune_collector
+second, third = gc.get_threshold()[1:]
+tune_collector()
+assert gc.get_threshold() == (max(10_000, gc.get_threshold()[0]), second, third), gc.get_threshold()
+assert gc.get_threshold()[0] >= 10_000 and gc.get_freeze_count() > 0
+gc.set_threshold(50_000, second, third)
+tune_collector(young=20_000)
+assert gc.get_threshold() == (50_000, second, third), gc.get_threshold()
+tune_collector(young=60_000)
+assert gc.get_threshold()[0] == 60_000
+for bad in (0, -1, True, 1.5, "10"):
+    try:
+        tune_collector(young=bad)
+    except ValueError as e:
+        assert "young must be an int >= 1" in str(e), e
+    else:
+        raise AssertionError(bad)
+assert gc.get_threshold()[0] == 60_000
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout == "ok\n", done.stderr
