@@ -1,0 +1,131 @@
+"""The PostgreSQL writer's batch (``host.postgres.batch``) on a real server: the rows of a large batch for one
+table go in one statement, in the batch's order; a batch naming one Run twice still applies its writes one
+after the other; a write whose delivery row moved under it fails the whole batch, and nothing of it stays."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from pg_server import fresh_url
+
+from harness_agui.host.errors import ProjectorConflictError
+from harness_agui.host.postgres import PostgresDeliveryLog, PostgresSourceJournal
+from harness_agui.host.postgres.batch import _ARRAYS_FROM, _Backend
+from harness_agui.host.postgres.delivery import CHILDREN
+from harness_agui.host.postgres.journal import RUNS as HEADS
+from harness_agui.host.writes import Head, Journaled, Recorded, StreamWrite
+from harness_agui.testing import SourceBuilder
+from harness_agui.wire.codec import encode
+
+LINE = encode(SourceBuilder("t", "r").user("hi").items[0])
+
+
+class Runs:
+    """Writes of root Runs, each continuing after what the previous write of the same Run left."""
+
+    def __init__(self) -> None:
+        self.position: dict[str, int] = {}
+        self.last_id: dict[str, int] = {}
+        self.delivered: dict[str, tuple[int, int]] = {}
+
+    def write(self, root: str, *, child: str | None = None, events: int = 2, stale: bool = False) -> StreamWrite:
+        journal_last = self.position.get(root)
+        first = -1 if journal_last is None else journal_last
+        runs = [root] if child is None else [root, child]
+        items = tuple(Journaled(first + 1 + k, run, (first + 1 + k) // len(runs), f"thread-{root}", False, LINE)
+                      for k, run in enumerate(runs))
+        last = items[-1].position
+        last_id = self.last_id.get(root, 0)
+        recorded = tuple(Recorded(last_id + 1 + k, last, "TEXT_MESSAGE_CONTENT", f'{{"n":{last_id + 1 + k}}}')
+                         for k in range(events))
+        heads = tuple(Head(i.run_id, i.thread_id, i.sequence, False, last) for i in items)
+        children = tuple(Head(child, f"thread-{root}", items[-1].sequence, False) for _ in [child] if child)
+        delivered = None if stale else self.delivered.get(root)
+        if stale:
+            delivered = (-1, 0)
+        write = StreamWrite(root_run_id=root, thread_id=f"thread-{root}", journal_last=journal_last, items=items,
+                            heads=heads, records=True, delivered=delivered, events=recorded, cursor=last,
+                            last_event_id=last_id + events, finished=False, root_last_sequence=items[0].sequence,
+                            children=children, lease=None)
+        if not stale:
+            self.position[root] = last
+            self.last_id[root] = last_id + events
+            self.delivered[root] = (last, last_id + events)
+        return write
+
+
+@pytest.fixture
+def database() -> Iterator[tuple[str, PostgresSourceJournal, PostgresDeliveryLog, psycopg.Connection[Any]]]:
+    url = fresh_url("batch")
+    journal, deliveries = PostgresSourceJournal(url), PostgresDeliveryLog(url)
+    session = _Backend(url).connect()
+    try:
+        yield url, journal, deliveries, session
+    finally:
+        session.close()
+        journal.close()
+        deliveries.close()
+
+
+def head_row(session: psycopg.Connection[Any], run_id: str) -> tuple[Any, ...]:
+    row = session.execute(f"SELECT root_run_id, last_sequence, last_position FROM {HEADS} WHERE run_id = %s",
+                          (run_id,)).fetchone()
+    assert row is not None
+    return tuple(row)
+
+
+def child_rows(session: psycopg.Connection[Any]) -> dict[str, tuple[Any, ...]]:
+    rows = session.execute(f"SELECT run_id, root_run_id, last_sequence FROM {CHILDREN}").fetchall()
+    return {row[0]: tuple(row[1:]) for row in rows}
+
+
+# Enough Runs for a batch's rows to go in one statement per table (``_ARRAYS_FROM``), in an order that is not
+# the ids' own.
+ROOTS = [f"run-{k:02}" for k in range(20)][::-1]
+
+
+def test_a_batch_of_many_runs_stores_every_row_in_the_batch_order(database: Any) -> None:
+    url, journal, deliveries, session = database
+    backend, runs = _Backend(url), Runs()
+    assert len(ROOTS) >= _ARRAYS_FROM
+    backend.commit(session, [runs.write(r, child="child-a" if r == "run-07" else None) for r in ROOTS],
+                   verify=False)
+    assert journal.runs() == tuple(ROOTS)  # the journal's order is the batch's, not the ids'
+    backend.commit(session, [runs.write(r, child="child-a" if r == "run-07" else None, events=3) for r in ROOTS],
+                   verify=False)
+    for root in ROOTS:
+        assert [d.event_id for d in deliveries.replay(root)] == [1, 2, 3, 4, 5]
+        assert deliveries.last_event_id(root) == 5 and deliveries.cursor(root) == runs.position[root]
+        assert journal.cursor(root) == runs.position[root]  # the stream's last position
+        assert head_row(session, root) == (root, 1, runs.position[root])
+    assert head_row(session, "child-a") == ("run-07", 1, 3)
+    assert child_rows(session) == {"child-a": ("run-07", 1)}
+
+
+def test_a_batch_naming_one_run_twice_applies_both_writes_in_order(database: Any) -> None:
+    url, journal, deliveries, session = database
+    backend, runs = _Backend(url), Runs()
+    backend.commit(session, [runs.write(r, child="child-a" if r == "run-07" else None) for r in ROOTS], verify=False)
+    twice = [runs.write(r, child="child-a" if r == "run-07" else None) for r in ROOTS]
+    twice.append(runs.write("run-07", child="child-a"))
+    backend.commit(session, twice, verify=False)
+    assert [d.event_id for d in deliveries.replay("run-07")] == [1, 2, 3, 4, 5, 6]
+    assert deliveries.cursor("run-07") == runs.position["run-07"] == 5
+    assert journal.cursor("run-07") == 5
+    assert head_row(session, "run-07") == ("run-07", 2, 5) and head_row(session, "child-a") == ("run-07", 2, 5)
+    assert child_rows(session) == {"child-a": ("run-07", 2)}
+    assert {deliveries.last_event_id(r) for r in ROOTS if r != "run-07"} == {4}
+
+
+def test_a_write_whose_delivery_row_moved_fails_the_batch_and_leaves_nothing_of_it(database: Any) -> None:
+    url, journal, deliveries, session = database
+    backend, runs = _Backend(url), Runs()
+    backend.commit(session, [runs.write(r) for r in ROOTS], verify=False)
+    moved = [runs.write(r, stale=r == "run-11") for r in ROOTS]
+    with pytest.raises(ProjectorConflictError, match="another projector recorded events"):
+        backend.commit(session, moved, verify=False)
+    for root in ROOTS:
+        assert deliveries.last_event_id(root) == 2 and journal.cursor(root) == 0 and len(deliveries.replay(root)) == 2
