@@ -168,10 +168,14 @@ class _Rows:
         self.key = key
 
     @classmethod
-    def insert(cls, table: str, columns: str, *, upsert: str = "") -> _Rows:
+    def insert(cls, table: str, columns: str, *, update: str = "") -> _Rows:
+        """The INSERTs of ``columns`` ("name:type ..."); with ``update`` ("name ..."), an upsert on the first
+        column that sets those."""
         pairs = [column.split(":") for column in columns.split()]
         names = ", ".join(name for name, _ in pairs)
         arrays = ", ".join(f"%s::{kind}[]" for _, kind in pairs)
+        upsert = "" if not update else (f"ON CONFLICT ({pairs[0][0]}) DO UPDATE SET "
+                                        + ", ".join(f"{name} = excluded.{name}" for name in update.split()))
         return cls(f"INSERT INTO {table} ({names}) VALUES ({', '.join(['%s'] * len(pairs))}) {upsert}",
                    f"INSERT INTO {table} ({names}) SELECT {names} FROM unnest({arrays}) WITH ORDINALITY "
                    f"AS v({names}, n) ORDER BY n {upsert}", key=0 if upsert else None)
@@ -187,15 +191,12 @@ _ITEMS = _Rows.insert(ITEMS, "root_run_id:text position:bigint run_id:text seque
                              "terminal:boolean line:text")
 _HEADS = _Rows.insert(JOURNAL_RUNS, "run_id:text root_run_id:text thread_id:text last_sequence:bigint "
                                     "terminal:boolean last_position:bigint",
-                      upsert="ON CONFLICT (run_id) DO UPDATE SET last_sequence = excluded.last_sequence, "
-                             "terminal = excluded.terminal, last_position = excluded.last_position")
+                      update="last_sequence terminal last_position")
 _EVENTS = _Rows.insert(EVENTS, "run_id:text event_id:bigint source_position:bigint event_type:text data:text")
 _DELIVERIES = _Rows.insert(DELIVERY_RUNS, "run_id:text thread_id:text source_cursor:bigint last_event_id:bigint "
                                           "finished:boolean last_sequence:bigint")
 _CHILDREN = _Rows.insert(DELIVERY_CHILDREN, "run_id:text root_run_id:text thread_id:text last_sequence:bigint "
-                                            "terminal:boolean",
-                         upsert="ON CONFLICT (run_id) DO UPDATE SET last_sequence = excluded.last_sequence, "
-                                "terminal = excluded.terminal")
+                                            "terminal:boolean", update="last_sequence terminal")
 # A delivery row moves only where it holds the cursor and last id its driver expects (rows: new cursor, last
 # id, finished, last sequence, run id, expected cursor, expected last id).
 _MOVES = _Rows(
