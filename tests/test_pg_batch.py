@@ -42,10 +42,8 @@ class Runs:
         recorded = tuple(Recorded(last_id + 1 + k, last, "TEXT_MESSAGE_CONTENT", f'{{"n":{last_id + 1 + k}}}')
                          for k in range(events))
         heads = tuple(Head(i.run_id, i.thread_id, i.sequence, False, last) for i in items)
-        children = tuple(Head(child, f"thread-{root}", items[-1].sequence, False) for _ in [child] if child)
-        delivered = None if stale else self.delivered.get(root)
-        if stale:
-            delivered = (-1, 0)
+        children = () if child is None else (Head(child, f"thread-{root}", items[-1].sequence, False),)
+        delivered = (-1, 0) if stale else self.delivered.get(root)  # stale: what the row held before any write
         write = StreamWrite(root_run_id=root, thread_id=f"thread-{root}", journal_last=journal_last, items=items,
                             heads=heads, records=True, delivered=delivered, events=recorded, cursor=last,
                             last_event_id=last_id + events, finished=False, root_last_sequence=items[0].sequence,
