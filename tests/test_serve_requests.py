@@ -293,6 +293,34 @@ def test_starts_on_one_thread_take_turns_and_the_second_runner_sees_the_first_ru
     assert first in seen_by_second  # the first was registered (and running) when the second started
 
 
+
+def test_a_new_run_is_looked_up_once_and_the_same_run_posted_twice_at_once_is_started_once(tmp_path: Path) -> None:
+    # On SQLite a new run id is looked up in the database once, under its Thread's lock; a second POST of
+    # it that waited for that lock finds the first one's binding in memory, and a later one too.
+    runner = Naming(pace=0.01)
+    server = AguiServer(runner, database=tmp_path / "host.db", synchronous="NORMAL")
+    looked_up: list[str] = []
+    look_up = server._look_up
+
+    def counted(run_id: str) -> Any:
+        looked_up.append(run_id)
+        return look_up(run_id)
+
+    server._look_up = counted  # type: ignore[method-assign]
+
+    async def scenario() -> tuple[list[str], str]:
+        async with serving(server) as base, httpx.AsyncClient(timeout=30) as client:
+            answers = await asyncio.gather(client.post(f"{base}/runs", json=body("t-1", "r-1")),
+                                           client.post(f"{base}/runs", json=body("t-1", "r-1")))
+            again = await client.post(f"{base}/runs", json=body("t-1", "r-1"))
+            return [a.text for a in answers], again.text
+
+    (first, second), again = run(scenario())
+    assert [e["type"] for e in sse(first)][-1] == "RUN_FINISHED"
+    assert first == second == again
+    assert [run_id for run_id, _ in runner.starts] == ["h-r-1"]
+    assert looked_up == ["r-1"]
+
 # -- cancel ----------------------------------------------------------------------------------------
 
 def test_delete_cancels_a_plain_runners_run_within_a_second_with_run_error_cancelled(tmp_path: Path) -> None:

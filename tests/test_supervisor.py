@@ -303,3 +303,84 @@ def test_a_recovered_run_reports_its_committed_last_event_id_while_its_driver_is
 
     asyncio.run(recovered())
     assert seen and seen[0] == committed > 0
+
+
+# -- a Run started here: resumed from nothing in one read, or rebuilt when the logs hold some of it ----------
+
+def _counting_rebuilds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    from harness_agui.host import supervisor
+
+    rebuilt: list[str] = []
+    rebuild = supervisor.rebuild
+
+    async def counted(run_id: str, *args: Any, **kwargs: Any) -> Any:
+        rebuilt.append(run_id)
+        return await rebuild(run_id, *args, **kwargs)
+
+    monkeypatch.setattr(supervisor, "rebuild", counted)
+    return rebuilt
+
+
+def test_a_run_started_here_that_neither_log_holds_is_driven_without_a_rebuild(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    items = a_run("run-new")
+    rebuilt = _counting_rebuilds(monkeypatch)
+
+    async def scenario() -> list[bytes]:
+        host = Host(tmp_path / "host.db")
+        host.supervisor.start_run(CallableRun(lambda: paced(items), thread_id="thread-s", run_id="run-new"))
+        chunks = await collect(host.supervisor.follow("run-new"))
+        await host.close()
+        return chunks
+
+    chunks = asyncio.run(asyncio.wait_for(scenario(), 30))
+    assert [json.dumps(e, separators=(",", ":")) for _, e in frames_of(chunks)] == projection_json(items)
+    assert rebuilt == []
+
+
+def test_a_run_started_here_whose_first_items_are_journaled_already_is_rebuilt_and_continued_after_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The runner gives an id the journal holds items of (an ingest appended them): the driver must start
+    # after them, not at position 0; the items the Harness sends again are compared and skipped.
+    items = a_run("run-known")
+    with SqliteSourceJournal(tmp_path / "host.db") as journal:
+        for item in items[:5]:
+            journal.append(item)
+    rebuilt = _counting_rebuilds(monkeypatch)
+
+    async def scenario() -> None:
+        host = Host(tmp_path / "host.db")
+        host.supervisor.start_run(CallableRun(lambda: paced(items), thread_id="thread-s", run_id="run-known"))
+        await host.supervisor.wait("run-known")
+        await host.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 30))
+    with SqliteDeliveryLog(tmp_path / "host.db", read_only=True) as log:
+        assert [d.data for d in log.replay("run-known")] == projection_json(items)
+    assert rebuilt == ["run-known"]
+
+
+def test_a_run_started_here_that_the_log_ended_before_its_first_item_stays_ended(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Ended with a RUN_ERROR while nothing of it was journaled (a Run bound by a server that died, ended at
+    # start-up): a runner giving its id again starts nothing after that end.
+    from ag_ui.core import RunErrorEvent
+
+    items = a_run("run-ended")
+    with SqliteDeliveryLog(tmp_path / "host.db") as log:
+        log.fail("run-ended", RunErrorEvent(message="lost", code="harness_agui.harness_lost"), expected_cursor=None,
+                 thread_id="thread-s")
+    rebuilt = _counting_rebuilds(monkeypatch)
+
+    async def scenario() -> None:
+        host = Host(tmp_path / "host.db")
+        host.supervisor.start_run(CallableRun(lambda: paced(items), thread_id="thread-s", run_id="run-ended"))
+        await host.supervisor.wait("run-ended")
+        await host.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 30))
+    with SqliteDeliveryLog(tmp_path / "host.db", read_only=True) as log, \
+            SqliteSourceJournal(tmp_path / "host.db", read_only=True) as journal:
+        assert [d.event_type for d in log.replay("run-ended")] == ["RUN_ERROR"]
+        assert journal.cursor("run-ended") is None
+    assert rebuilt == ["run-ended"]

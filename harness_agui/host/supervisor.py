@@ -7,7 +7,9 @@
 #   resume     ``projector.rebuild``: a fresh observer is resumed from the
 #              journal through the delivery cursor and checked against what
 #              was delivered; the driver then holds the Run's stream cursor,
-#              delivery cursor and last event id in memory;
+#              delivery cursor and last event id in memory (a Run started
+#              here that neither log holds anything of starts from nothing,
+#              after one read of both);
 #   backlog    items journaled but not yet recorded (a crash between the two
 #              in an earlier release, or another ingest process) are
 #              projected and recorded;
@@ -549,6 +551,17 @@ class RunSupervisor:
         observer = HarnessAguiObserver(self.processor, **self.observer_options,
                                        client_thread_id=wire.wire_thread_id if named else None,  # type: ignore[union-attr]
                                        client_run_id=wire.wire_run_id if named else None)  # type: ignore[union-attr]
+        if run.started is not None:  # started here: most often a Run neither log holds anything of
+            try:
+                blank = await asyncio.to_thread(self._blank, run.run_id)
+            except Exception:  # noqa: BLE001 - the rebuild below reads the same and meets the same error
+                blank = None
+            if blank is not None:  # what the rebuild below would find, read in one hop instead of two
+                run.observer = observer
+                run.last_event_id, run.delivered = 0, None
+                run.feed.reset(0)
+                run.cursor, run.journal_end = blank, None
+                return True
         try:
             rebuilt = await rebuild(run.run_id, self.journal, self.deliveries, observer)
         except (ProjectorConflictError, StorageError):
@@ -571,6 +584,15 @@ class RunSupervisor:
         run.feed.reset(rebuilt.last_event_id)
         run.cursor, run.journal_end = await asyncio.to_thread(self._journal_at, run.run_id, rebuilt.cursor)
         return True
+
+    def _blank(self, run_id: str) -> StreamCursor | None:
+        # In a worker thread: the stream's cursor before its first item when neither the journal nor the
+        # delivery log holds anything of the Run (else None: the Run is rebuilt). A Run with no item
+        # recorded and no event has not finished either: its end is an event.
+        if self.journal.cursor(run_id) is not None or self.deliveries.cursor(run_id) is not None \
+                or self.deliveries.last_event_id(run_id):
+            return None
+        return self.journal.stream_cursor(run_id, through=None)
 
     def _journal_at(self, run_id: str, through: Cursor) -> tuple[StreamCursor, Cursor]:
         # In a worker thread: the stream's cursor after ``through`` and the journal's last position.
