@@ -260,3 +260,37 @@ def test_a_flipped_byte_in_the_schema_text_is_damage_not_a_unicode_error(pristin
     judge(found, expected)
     assert all(isinstance(v, DamagedStoreError) for v in found.values()), found
     assert "not UTF-8" in str(found["open"])
+
+
+# -- the row checksum: the same CRC for every row an earlier release stored ----------------------------
+
+def _checksum_as_defined(values: tuple[Any, ...]) -> int:
+    import zlib
+
+    pieces = []
+    for value in values:
+        data = (value if type(value) is str else str(value)).encode("utf-8", "surrogatepass")
+        pieces.append(str(len(data)).encode() + b":" + data)
+    return zlib.crc32(b"".join(pieces))
+
+
+def test_the_row_checksum_is_the_crc_of_each_values_byte_length_and_utf8_text_as_files_store_it() -> None:
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from harness_agui.host._sqlite import checksum
+
+    # Known values (an earlier release wrote these CRCs into files that must still verify).
+    assert checksum(("run-1", 0, "run-1", 3, "thread-1", 1, '{"a":"é \ud800"}')) == 3669103987
+    assert checksum(("", None, True, -7, "日本", 2.5)) == 50256164
+
+    characters = st.one_of(st.characters(max_codepoint=127), st.characters(min_codepoint=128),
+                           st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF, exclude_categories=()))
+    text = st.lists(characters).map("".join)  # ASCII, other text and lone surrogates, mixed
+    values = st.one_of(text, st.integers(), st.booleans(), st.none(), st.floats(allow_nan=False))
+
+    @given(st.lists(values, max_size=8).map(tuple))
+    def same(row: tuple[Any, ...]) -> None:
+        assert checksum(row) == _checksum_as_defined(row)
+
+    same()

@@ -103,12 +103,15 @@ def _code(error: sqlite3.Error) -> int:
 
 
 def checksum(values: Sequence[Any]) -> int:
-    """The CRC-32 a row's ``crc`` column holds: each value's length and UTF-8 text, in order."""
+    """The CRC-32 a row's ``crc`` column holds: of each value's length in bytes, a colon and its UTF-8
+    text, in order."""
     parts = []
     for value in values:
-        data = (value if type(value) is str else str(value)).encode("utf-8", "surrogatepass")
-        parts.append(b"%d:%s" % (len(data), data))
-    return zlib.crc32(b"".join(parts))  # the CRC of the pieces in a row is the CRC of the whole
+        text = value if type(value) is str else str(value)
+        # Joined as text and encoded once: an ASCII value's length in bytes is its length.
+        size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+        parts.append(f"{size}:{text}")
+    return zlib.crc32("".join(parts).encode("utf-8", "surrogatepass"))
 
 
 @attrs.frozen
