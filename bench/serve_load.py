@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import os
 import platform
@@ -171,6 +172,16 @@ class Server:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+
+def _uvicorn_parts(stock: bool) -> str:
+    """What uvicorn's "auto" loop and HTTP parser take in a server started here."""
+    def installed(name: str) -> bool:
+        return importlib.util.find_spec(name) is not None
+
+    loop = "uvloop" if not stock and installed("uvloop") else "the asyncio loop"
+    http = "httptools" if not stock and installed("httptools") else "h11"
+    return f"{loop} and {http}"
 
 
 def process_cpu(pid: int) -> float:
@@ -354,7 +365,8 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace, started: str
     lines = [
         "# The served path under load",
         "",
-        f"`python -m bench.serve_load` on {machine()}, started {started}. A real server (uvicorn, loopback), "
+        f"`python -m bench.serve_load` on {machine()}, started {started}. A real server (uvicorn on "
+        f"{_uvicorn_parts(args.stock)}, loopback), "
         f"N Runs at once, each {args.deltas + 4} items one every {args.pace * 1000:.0f} ms (so N / "
         f"{args.pace} items offered a second), about {args.deltas + 5} events each, every frame read; "
         f"{args.warmup:.0f} s warm-up, then {args.seconds:.0f} s measured. CPU: the server processes' "
