@@ -321,6 +321,19 @@ def _counting_rebuilds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return rebuilt
 
 
+def _start_and_wait(database: Path, items: list[HarnessStreamEvent]) -> None:
+    # Start the Run of ``items`` in a supervisor on ``database`` and wait for its driver to end.
+    run_id = items[0].run_id
+
+    async def scenario() -> None:
+        host = Host(database)
+        host.supervisor.start_run(CallableRun(lambda: paced(items), thread_id="thread-s", run_id=run_id))
+        await host.supervisor.wait(run_id)
+        await host.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 30))
+
+
 def test_a_run_started_here_that_neither_log_holds_is_driven_without_a_rebuild(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     items = a_run("run-new")
@@ -348,13 +361,7 @@ def test_a_run_started_here_whose_first_items_are_journaled_already_is_rebuilt_a
             journal.append(item)
     rebuilt = _counting_rebuilds(monkeypatch)
 
-    async def scenario() -> None:
-        host = Host(tmp_path / "host.db")
-        host.supervisor.start_run(CallableRun(lambda: paced(items), thread_id="thread-s", run_id="run-known"))
-        await host.supervisor.wait("run-known")
-        await host.close()
-
-    asyncio.run(asyncio.wait_for(scenario(), 30))
+    _start_and_wait(tmp_path / "host.db", items)
     with SqliteDeliveryLog(tmp_path / "host.db", read_only=True) as log:
         assert [d.data for d in log.replay("run-known")] == projection_json(items)
     assert rebuilt == ["run-known"]
@@ -372,13 +379,7 @@ def test_a_run_started_here_that_the_log_ended_before_its_first_item_stays_ended
                  thread_id="thread-s")
     rebuilt = _counting_rebuilds(monkeypatch)
 
-    async def scenario() -> None:
-        host = Host(tmp_path / "host.db")
-        host.supervisor.start_run(CallableRun(lambda: paced(items), thread_id="thread-s", run_id="run-ended"))
-        await host.supervisor.wait("run-ended")
-        await host.close()
-
-    asyncio.run(asyncio.wait_for(scenario(), 30))
+    _start_and_wait(tmp_path / "host.db", items)
     with SqliteDeliveryLog(tmp_path / "host.db", read_only=True) as log, \
             SqliteSourceJournal(tmp_path / "host.db", read_only=True) as journal:
         assert [d.event_type for d in log.replay("run-ended")] == ["RUN_ERROR"]
