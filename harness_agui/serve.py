@@ -477,21 +477,22 @@ class AguiServer:
         check_id("runId", run_id)
         context = self._context(request, "run", thread_id, run_id, run_input)
         await self._authorized(context)
-        # A new run id is looked up once, under the Thread's lock. PostgreSQL looks first without the lock
-        # too: its lock is the database's, which a POST for a Run that exists should not have to take.
-        known = await self._known_of(thread_id, run_id, cached=self._thread_locks is None)
+        known = await self._known_of(thread_id, run_id)
         if known is None:
             async with self._thread_lock(thread_id):
-                known = await self._known_of(thread_id, run_id)  # started meanwhile by another request
+                # Started meanwhile by another request? On SQLite only this process can have started it
+                # under this lock, and it remembers what it started; PostgreSQL's lock is the database's,
+                # so the database is asked again.
+                known = await self._known_of(thread_id, run_id, remembered=self._thread_locks is None)
                 if known is None:
                     known = await self._launch(run_input, context)
         return self._stream(known.source_run_id, await self._after(request, known, query=False),
                             cancel=self._cancel_on_disconnect)
 
-    async def _known_of(self, thread_id: str, run_id: str, *, cached: bool = False) -> WireRun | None:
+    async def _known_of(self, thread_id: str, run_id: str, *, remembered: bool = False) -> WireRun | None:
         # The Run ``run_id`` names in ``thread_id`` (409 when it is another Thread's); None when it names none.
-        # ``cached``: only what this process remembers (None means: not known yet, look it up).
-        known = self._cached(run_id) if cached else await self._binding(run_id)
+        # ``remembered``: by what this process knows, without the database.
+        known = self._remembered(run_id) if remembered else await self._binding(run_id)
         if known is not None and known.wire_thread_id != thread_id:
             raise _refuse(409, "run_conflict", f"run {run_id!r} belongs to another thread")
         return known
@@ -586,7 +587,7 @@ class AguiServer:
     async def _binding(self, run_id: str) -> WireRun | None:
         # The binding of a client's run id (cached: bindings never change); a Run journaled without one
         # (and whose id is not another Run's source id) is named by its own ids.
-        known = self._cached(run_id)
+        known = self._remembered(run_id)
         if known is not None:
             return known
         known, harness_id, journaled = await asyncio.to_thread(self._look_up, run_id)  # one hop for the lookups
@@ -600,7 +601,9 @@ class AguiServer:
         self._remember(known)
         return known
 
-    def _cached(self, run_id: str) -> WireRun | None:
+    def _remembered(self, run_id: str) -> WireRun | None:
+        # The binding this process looked up or made for a client's run id (a start remembers its binding
+        # before it releases its Thread's lock); None if it has none in memory.
         known = self._known.get(run_id)
         if known is not None:
             self._known.move_to_end(run_id)

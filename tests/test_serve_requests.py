@@ -295,8 +295,8 @@ def test_starts_on_one_thread_take_turns_and_the_second_runner_sees_the_first_ru
 
 
 def test_a_new_run_is_looked_up_once_and_the_same_run_posted_twice_at_once_is_started_once(tmp_path: Path) -> None:
-    # On SQLite a new run id is looked up in the database once, under its Thread's lock; a second POST of
-    # it that waited for that lock finds the first one's binding in memory, and a later one too.
+    # On SQLite a new run id is looked up in the database once, before its Thread's lock: a POST that
+    # waited for the lock while another started the same run id finds that one's binding in memory.
     runner = Naming(pace=0.01)
     server = AguiServer(runner, database=tmp_path / "host.db", synchronous="NORMAL")
     looked_up: list[str] = []
@@ -308,18 +308,22 @@ def test_a_new_run_is_looked_up_once_and_the_same_run_posted_twice_at_once_is_st
 
     server._look_up = counted  # type: ignore[method-assign]
 
-    async def scenario() -> tuple[list[str], str]:
+    async def scenario() -> tuple[list[str], list[str], str]:
         async with serving(server) as base, httpx.AsyncClient(timeout=30) as client:
-            answers = await asyncio.gather(client.post(f"{base}/runs", json=body("t-1", "r-1")),
-                                           client.post(f"{base}/runs", json=body("t-1", "r-1")))
-            again = await client.post(f"{base}/runs", json=body("t-1", "r-1"))
-            return [a.text for a in answers], again.text
+            await client.post(f"{base}/runs", json=body("t-1", "r-1"))
+            alone = list(looked_up)
+            answers = await asyncio.gather(client.post(f"{base}/runs", json=body("t-1", "r-2")),
+                                           client.post(f"{base}/runs", json=body("t-1", "r-2")))
+            again = await client.post(f"{base}/runs", json=body("t-1", "r-2"))
+            return alone, [a.text for a in answers], again.text
 
-    (first, second), again = run(scenario())
+    alone, (first, second), again = run(scenario())
+    assert alone == ["r-1"]
     assert [e["type"] for e in sse(first)][-1] == "RUN_FINISHED"
     assert first == second == again
-    assert [run_id for run_id, _ in runner.starts] == ["h-r-1"]
-    assert looked_up == ["r-1"]
+    assert [run_id for run_id, _ in runner.starts] == ["h-r-1", "h-r-2"]
+    # Once per request that did not find it in memory (the second may find the first one's), none after.
+    assert looked_up[:1] == ["r-1"] and looked_up[1:] in (["r-2"], ["r-2", "r-2"])
 
 # -- cancel ----------------------------------------------------------------------------------------
 
