@@ -293,7 +293,6 @@ def test_starts_on_one_thread_take_turns_and_the_second_runner_sees_the_first_ru
     assert first in seen_by_second  # the first was registered (and running) when the second started
 
 
-
 def test_a_new_run_is_looked_up_once_and_the_same_run_posted_twice_at_once_is_started_once(tmp_path: Path) -> None:
     # On SQLite a new run id is looked up in the database once, before its Thread's lock: a POST that
     # waited for the lock while another started the same run id finds that one's binding in memory.
@@ -324,6 +323,7 @@ def test_a_new_run_is_looked_up_once_and_the_same_run_posted_twice_at_once_is_st
     assert [run_id for run_id, _ in runner.starts] == ["h-r-1", "h-r-2"]
     # Once per request that did not find it in memory (the second may find the first one's), none after.
     assert looked_up[:1] == ["r-1"] and looked_up[1:] in (["r-2"], ["r-2", "r-2"])
+
 
 # -- cancel ----------------------------------------------------------------------------------------
 
