@@ -4,9 +4,11 @@ after the other; a write whose delivery row moved under it fails the whole batch
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
+import attrs
 import psycopg
 import pytest
 from pg_server import fresh_url
@@ -15,6 +17,7 @@ from harness_agui.host.errors import ProjectorConflictError
 from harness_agui.host.postgres import PostgresDeliveryLog, PostgresSourceJournal
 from harness_agui.host.postgres.batch import _ARRAYS_FROM, _Backend
 from harness_agui.host.postgres.delivery import CHILDREN
+from harness_agui.host.postgres.journal import ITEMS
 from harness_agui.host.postgres.journal import RUNS as HEADS
 from harness_agui.host.writes import Head, Journaled, Recorded, StreamWrite
 from harness_agui.testing import SourceBuilder
@@ -127,3 +130,29 @@ def test_a_write_whose_delivery_row_moved_fails_the_batch_and_leaves_nothing_of_
         backend.commit(session, moved, verify=False)
     for root in ROOTS:
         assert deliveries.last_event_id(root) == 2 and journal.cursor(root) == 0 and len(deliveries.replay(root)) == 2
+
+
+# What a text-format array would have to quote or escape: quotes, backslashes, braces, commas, blanks, the
+# word NULL, text that is not ASCII.
+AWKWARD = ['say "hi"', "back\\slash", "{a,b}", "NULL", " ", "", "naïve ☃ 🎈", 'x\\"y}{', "\t\n"]
+
+
+def test_a_batch_in_one_statement_per_table_stores_every_line_and_event_as_written(database: Any) -> None:
+    url, journal, deliveries, session = database
+    backend, runs = _Backend(url), Runs()
+    assert len(ROOTS) >= _ARRAYS_FROM
+    writes, lines = [], {}
+    for k, root in enumerate(ROOTS):
+        text = AWKWARD[k % len(AWKWARD)] + f" {k}"
+        item = SourceBuilder(f"thread-{root}", root).user(text).items[0]
+        lines[root] = encode(item)
+        write = runs.write(root)
+        recorded = tuple(Recorded(e.event_id, e.position, e.type, json.dumps({"delta": text, "n": e.event_id},
+                                                                            ensure_ascii=False))
+                         for e in write.events)
+        writes.append(attrs.evolve(write, items=(attrs.evolve(write.items[0], line=lines[root]),), events=recorded))
+    backend.commit(session, writes, verify=False)
+    stored = dict(session.execute(f"SELECT run_id, line FROM {ITEMS}").fetchall())
+    assert stored == lines
+    for root, write in zip(ROOTS, writes, strict=True):
+        assert [(d.event_id, d.data) for d in deliveries.replay(root)] == [(e.event_id, e.data) for e in write.events]
