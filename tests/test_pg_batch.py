@@ -14,7 +14,8 @@ import pytest
 from pg_server import fresh_url
 
 from harness_agui.host.errors import ProjectorConflictError
-from harness_agui.host.postgres import PostgresDeliveryLog, PostgresSourceJournal
+from harness_agui.host.postgres import PostgresDeliveryLog, PostgresLeases, PostgresSourceJournal
+from harness_agui.host.postgres._pg import STREAMS_CHANNEL, notify_key
 from harness_agui.host.postgres.batch import _ARRAYS_FROM, _Backend
 from harness_agui.host.postgres.delivery import CHILDREN
 from harness_agui.host.postgres.journal import ITEMS
@@ -156,3 +157,19 @@ def test_a_batch_in_one_statement_per_table_stores_every_line_and_event_as_writt
     assert stored == lines
     for root, write in zip(ROOTS, writes, strict=True):
         assert [(d.event_id, d.data) for d in deliveries.replay(root)] == [(e.event_id, e.data) for e in write.events]
+
+
+def test_a_new_stream_wakes_the_workers_only_when_its_driver_holds_no_lease(database: Any) -> None:
+    # A leased Run is its driver's until the lease ends, which the workers' periodic scan finds: no wake-up.
+    url, journal, deliveries, session = database
+    backend, runs = _Backend(url), Runs()
+    with PostgresLeases(url, ttl=30) as leases, psycopg.connect(url, autocommit=True) as listener:
+        listener.execute(f"LISTEN {STREAMS_CHANNEL}")
+        lease = leases.acquire("run-leased")
+        assert lease is not None
+        backend.commit(session, [attrs.evolve(runs.write("run-leased"), lease=lease), runs.write("run-free")],
+                       verify=False)
+        assert [n.payload for n in listener.notifies(timeout=1.0)] == [notify_key("run-free")]
+        backend.commit(session, [runs.write("run-free")], verify=False)  # not a new stream
+        assert list(listener.notifies(timeout=0.5)) == []
+    assert journal.runs() == ("run-leased", "run-free")

@@ -136,9 +136,11 @@ class _Backend:
                             for w in writes for c in w.children]
                 if children:
                     _CHILDREN.run(cur, children)
+                # A new stream is work for the workers unless its driver holds its lease: no worker may take
+                # it then, and one that outlives the lease is found by the workers' periodic scan.
                 notes = sorted({(JOURNAL_CHANNEL, notify_key(w.root_run_id)) for w in writes if w.items}
                                | {(STREAMS_CHANNEL, notify_key(w.root_run_id)) for w in writes
-                                  if w.items and w.journal_last is None}
+                                  if w.items and w.journal_last is None and w.lease is None}
                                | {(DELIVERY_CHANNEL, notify_key(w.root_run_id)) for w in writes if w.records})
                 if notes:
                     cur.execute("SELECT pg_notify(c, k) FROM unnest(%b::text[], %b::text[]) AS n(c, k)",
