@@ -60,12 +60,12 @@ class PostgresRunBindings:
 
     def source_of(self, wire_run_id: str) -> WireRun | None:
         """The binding of the client's run id ``wire_run_id``, None if it has none."""
-        with self._db.read() as conn:
+        with self._db.connection() as conn:  # one statement: no transaction needed
             return self._one(conn, "wire_run_id", wire_run_id)
 
     def wire_of(self, source_run_id: str) -> WireRun | None:
         """The binding of the Harness's run id ``source_run_id``, None if it has none."""
-        with self._db.read() as conn:
+        with self._db.connection() as conn:  # one statement: no transaction needed
             return self._one(conn, "source_run_id", source_run_id)
 
     def unjournaled(self) -> tuple[WireRun, ...]:

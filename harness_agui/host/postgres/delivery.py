@@ -328,7 +328,7 @@ class PostgresDeliveryLog:
         return None if row is None else _Head(*row)
 
     def _read_head(self, run_id: str) -> _Head | None:
-        with self._db.read() as conn:
+        with self._db.connection() as conn:  # one statement: no transaction needed
             return self._head(conn, run_id)
 
     def _deliveries(self, run_id: str, after: int, rows: list[Any], last: int, *, to_the_end: bool,

@@ -279,7 +279,7 @@ class PostgresSourceJournal:
 
     def root_of(self, run_id: str) -> str | None:
         """The root Run of the stream that holds Run ``run_id`` (itself for a root), None if not stored."""
-        with self._db.read() as conn:
+        with self._db.connection() as conn:  # one statement: no transaction needed
             head = self._head(conn, run_id)
         return None if head is None else head.root_run_id
 
@@ -351,7 +351,7 @@ class PostgresSourceJournal:
         return root_head(self._head(conn, run_id), run_id)
 
     def _read_root(self, run_id: str) -> _Head | None:
-        with self._db.read() as conn:
+        with self._db.connection() as conn:  # one statement: no transaction needed
             return self._root(conn, run_id)
 
     def _fetch(self, run_id: str, after: int, through: int | None) -> list[tuple[int, str, int, bool, str]]:
