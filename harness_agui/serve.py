@@ -26,8 +26,13 @@
 # item, and every route finds the Run through it; the binding's primary key
 # is what reserves a run id, across processes. A Run journaled without a
 # binding (by an earlier release, or by another ingest process) is named by
-# its source ids. Path parameters are matched on the raw path, so an id
-# holding ``/`` is reached by percent-encoding it (``%2F``).
+# its source ids. A client's Thread is bound to one Harness Thread when its
+# first Run is bound, and every later Run of it is found through that
+# binding (``bindings.runs_of``), never through a function of the client's
+# id: the Harness Thread of one client can't be named by another. The
+# ``authorize`` hook is told it (``RequestContext.source_thread_id``).
+# Path parameters are matched on the raw path, so an id holding ``/`` is
+# reached by percent-encoding it (``%2F``).
 #
 # One Run at a time per Thread: from ``runner.start`` (which reads the
 # Thread's journal) until the new Run is registered (driven here, and on
@@ -37,7 +42,9 @@
 # not keep its Thread busy.
 #
 # Errors a client can cause are answered before a response starts, as JSON:
-# 413 for a body over ``max_body_bytes``; 422 for a body that is not a
+# 415 for a POST whose Content-Type is not application/json (so a cross-site
+# form or text/plain POST never starts a Run); 413 for a body over
+# ``max_body_bytes``; 422 for a body that is not a
 # RunAgentInput (a body nested too deep included), or an id that is blank,
 # longer than ``MAX_ID_LENGTH`` or not storable (NUL, lone surrogates); 403
 # when ``authorize`` refuses; the runner's own refusals (``RunRefused``:
@@ -63,6 +70,8 @@ import os
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any
+
+import attrs
 
 try:
     from starlette.applications import Starlette
@@ -159,6 +168,12 @@ class _Refused(Exception):
 
 def _refuse(status: int, error: str, message: str, **extra: Any) -> _Refused:
     return _Refused(_error(status, error, message, **extra))
+
+
+def _run_conflict(run_id: str) -> _Refused:
+    # A run id another Thread's Run has: the answer says no more than that the id cannot be used.
+    return _refuse(409, "run_conflict", f"run id {run_id!r} cannot be used for this thread: send a new run id "
+                                        "for each new Run")
 
 
 def check_id(name: str, value: str) -> None:
@@ -284,6 +299,9 @@ class AguiServer:
             raise ValueError(f"max_body_bytes must be an int >= 1, not {max_body_bytes!r}")
         if authorize is not None and not callable(authorize):
             raise TypeError(f"authorize must be callable, not {type(authorize).__name__}")
+        if cors_credentials and cors_origins is not None and "*" in cors_origins:
+            raise ValueError('cors_credentials=True needs the origins listed: with cors_origins=["*"] any site '
+                             "could make requests with the user's credentials (the CORS standard forbids it)")
         observer_options: dict[str, Any] = {"show_hidden": show_hidden, "max_event_bytes": max_event_bytes}
         leases: PostgresLeases | None = None
         if database is not None:
@@ -464,6 +482,12 @@ class AguiServer:
             raise _refuse(422, "invalid_request", f"the body is not JSON: {e}") from None
 
     async def _start_run(self, request: Request) -> Response:
+        # JSON only: a cross-site page can POST a "simple" request (text/plain, form data) with the user's
+        # cookies and no preflight, but not one of this type without the CORS preflight's consent.
+        media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if media != "application/json":
+            raise _refuse(415, "unsupported_media_type", "a Run is started by a POST of application/json "
+                                                         f"(Content-Type: {media or 'none'})")
         body = await self._read_body(request)
         try:
             run_input = RunAgentInput.model_validate(body)
@@ -475,17 +499,22 @@ class AguiServer:
         thread_id, run_id = run_input.thread_id, run_input.run_id
         check_id("threadId", thread_id)
         check_id("runId", run_id)
-        context = self._context(request, "run", thread_id, run_id, run_input)
+        thread_runs = await asyncio.to_thread(self.stores.bindings.runs_of, thread_id)
+        context = self._context(request, "run", thread_id, run_id, run_input, thread_runs=thread_runs)
         await self._authorized(context)
         known = await self._known_of(thread_id, run_id)
         if known is None:
             async with self._thread_lock(thread_id):
                 # Started meanwhile by another request? On SQLite only this process can have started it
                 # under this lock, and it remembers what it started; PostgreSQL's lock is the database's,
-                # so the database is asked again.
+                # so the database is asked again. The Thread's Runs are read again under the lock: the
+                # runner decides on what they are now (one of them may have started meanwhile).
                 known = await self._known_of(thread_id, run_id, remembered=self._thread_locks is None)
                 if known is None:
-                    known = await self._launch(run_input, context)
+                    thread_runs = await asyncio.to_thread(self.stores.bindings.runs_of, thread_id)
+                    known = await self._launch(run_input, attrs.evolve(
+                        context, thread_runs=thread_runs,
+                        source_thread_id=thread_runs[0].source_thread_id if thread_runs else None))
         return self._stream(known.source_run_id, await self._after(request, known, query=False),
                             cancel=self._cancel_on_disconnect)
 
@@ -494,7 +523,7 @@ class AguiServer:
         # ``remembered``: by what this process knows, without the database.
         known = self._remembered(run_id) if remembered else await self._binding(run_id)
         if known is not None and known.wire_thread_id != thread_id:
-            raise _refuse(409, "run_conflict", f"run {run_id!r} belongs to another thread")
+            raise _run_conflict(run_id)
         return known
 
     async def _launch(self, run_input: RunAgentInput, context: RequestContext) -> WireRun:
@@ -526,7 +555,7 @@ class AguiServer:
         if bound != wire:  # the run id was taken first (by another Thread, or this request sent twice)
             started.cancel()
             if bound.wire_thread_id != wire.wire_thread_id:
-                raise _refuse(409, "run_conflict", f"run {wire.wire_run_id!r} belongs to another thread")
+                raise _run_conflict(wire.wire_run_id)
             return bound
         self.supervisor.start_run(started, wire=wire)
         await self.supervisor.registered(source_run)
@@ -537,8 +566,9 @@ class AguiServer:
         thread_id, run_id = request.path_params["thread_id"], request.path_params["run_id"]
         check_id("thread id", thread_id)
         check_id("run id", run_id)
-        await self._authorized(self._context(request, action, thread_id, run_id))
         wire = await self.resolve(thread_id, run_id)
+        await self._authorized(self._context(request, action, thread_id, run_id,
+                                             source_thread_id=None if wire is None else wire.source_thread_id))
         if wire is None:
             raise _refuse(404, "unknown_run", f"thread {thread_id!r} has no run {run_id!r}")
         return wire
@@ -560,14 +590,18 @@ class AguiServer:
 
     @staticmethod
     def _context(request: Request, action: Any, thread_id: str, run_id: str,
-                 run_input: RunAgentInput | None = None) -> RequestContext:
+                 run_input: RunAgentInput | None = None, *, source_thread_id: str | None = None,
+                 thread_runs: tuple[WireRun, ...] | None = None) -> RequestContext:
+        # ``thread_runs`` (a POST's): the Thread's bindings, whose first names its Harness Thread.
         headers: dict[str, str] = {}
         for name, value in request.headers.items():
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
         client = None if request.client is None else (request.client.host, request.client.port)
+        if thread_runs:
+            source_thread_id = thread_runs[0].source_thread_id
         return RequestContext(action=action, method=request.method, path=request.url.path, headers=headers,
                               client=client, thread_id=thread_id, run_id=run_id, run_input=run_input,
-                              request=request)
+                              request=request, source_thread_id=source_thread_id, thread_runs=thread_runs)
 
     async def _authorized(self, context: RequestContext) -> None:
         if self._authorize is None:

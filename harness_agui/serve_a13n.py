@@ -13,13 +13,17 @@
 #
 # Ids. The client's ``threadId`` and ``runId`` name the Run on the wire; the
 # Harness's own ids name it in the journal, and items are never rewritten.
-# The Harness thread of a wire thread is a function of it
-# (``source_thread_id``): an id a13n-harness accepts is kept as it is,
-# any other becomes ``thread-`` and 32 hex digits of its SHA-256, so the
-# Thread of a request is found in the journal (``journal.runs(thread_id=)``)
-# without a table. The Run's id is a13n's own (``run-<32 hex>``), known as soon
-# as the stream is made, before its first item: ``A13nRun.thread_id`` and
-# ``run_id`` are what the server stores against the wire ids.
+# Under the server, a client's Thread gets a new Harness thread
+# (``thread-<32 random hex>``) when its first Run starts, and the server
+# binds every later Run of it to that one (``RequestContext.source_thread_id``
+# and ``thread_runs``, read from ``host.bindings``): no client can name, or
+# compute, the Harness Thread of another. A caller that drives the runner
+# without a server (and so without bindings) gets the old rule,
+# ``source_thread_id``: an id a13n-harness accepts is kept as it is, any
+# other becomes ``thread-`` and 32 hex digits of its SHA-256. The Run's id is
+# a13n's own (``run-<32 hex>``), known as soon as the stream is made, before
+# its first item: ``A13nRun.thread_id`` and ``run_id`` are what the server
+# stores against the wire ids.
 #
 # What the Thread has seen. Every message the client authors (its user
 # messages, the results of its client tools) reaches the Harness carrying its
@@ -38,10 +42,20 @@
 #
 # Continuing. The Run continues from the last ended Run's ``HarnessState``
 # (``previous_state``; a Run that ended without its terminal item is skipped,
-# as is a Run the server says is not running any more). When that Run is
-# suspended, every wait it left must be answered: ``resume[]`` entries (by
-# interrupt id: ``interrupt_ids``) and tool messages become a13n's
-# ``DeferredToolResume``; a request that leaves a wait unanswered is a 422.
+# as is a Run the server says is not running any more). A Run of the Thread
+# that is still running (bound, even before its first item is journaled)
+# makes the request a 409 ``thread_busy``: one Run of a Thread at a time.
+# When the Run continued from is suspended, every wait it left must be
+# answered: ``resume[]`` entries (by interrupt id: ``interrupt_ids``) and tool
+# messages become a13n's ``DeferredToolResume``; a request that leaves a wait
+# unanswered is a 422. Once a later Run was handed those answers and was lost
+# without its terminal item (its server died: ``harness_lost``; or the
+# server ended it with another RUN_ERROR), the answers are spent: whatever the
+# next request says, each approval is answered as denied with a text that
+# says the lost Run may have run the tool (so a tool an approval released
+# runs at most once), and each other wait with the result the request sends
+# again, else as failed. The lost Run's own items stay in the journal; the
+# model's history continues from the suspended Run's state.
 #
 # Everything else the request carries: ``tools`` become a13n client tools
 # (``RunBindings.client_toolsets``; the agent must declare
@@ -66,6 +80,7 @@ import hashlib
 import inspect
 import json
 import re
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any, Literal, Protocol
@@ -85,6 +100,7 @@ from .core.source import (
     RunResult,
     ToolResultEvent,
 )
+from .host.bindings import WireRun
 from .host.runner import RunRefused
 
 __all__ = [
@@ -244,23 +260,37 @@ class _Authored:
 @attrs.frozen
 class _Thread:
     """What a request is checked against: the Thread's root Runs, the terminal item of its last ended
-    Run that has a state (None for a new Thread), and its anchor (None when no Run holds a client id)."""
+    Run that has a state (None for a new Thread), its anchor (None when no Run holds a client id), and
+    the first Run started after that one that ended without its terminal item (lost with its server,
+    or ended by the server with a RUN_ERROR), None if none: that Run was handed the answers to the
+    terminal's waits, so they are never handed out again."""
 
     thread_id: str
     runs: tuple[str, ...]
     terminal: HarnessRunResultEvent | None
     anchor: _Authored | None
+    closed_by: WireRun | None = None
 
 
-async def _read_thread(journal: ThreadJournal, thread_id: str, running: Callable[[str], bool]) -> _Thread:
-    runs = await asyncio.to_thread(journal.runs, thread_id)
-    ended = []
+async def _read_thread(journal: ThreadJournal, thread_id: str, running: Callable[[str], bool],
+                       bound: Sequence[WireRun] | None) -> _Thread:
+    # ``bound``: the Thread's bindings, oldest first (None without a server): every Run started in it, a
+    # Run not journaled yet or lost before its first item included.
+    journaled = await asyncio.to_thread(journal.runs, thread_id)
+    names = {wire.source_run_id: wire for wire in bound or ()}
+    runs = tuple(r for r in journaled if r not in names) + tuple(names)
+    ended: list[str] = []
+    lost: list[str] = []
     for run_id in runs:
-        if await asyncio.to_thread(journal.finished, run_id):
+        if run_id in journaled and await asyncio.to_thread(journal.finished, run_id):
             ended.append(run_id)
-        elif running(run_id):
-            raise ThreadConflictError("thread_busy", f"run {run_id!r} of this thread has not ended yet",
-                                      detail={"runId": run_id})
+        elif running(run_id):  # named by the client's ids when the server gave them
+            wire = names.get(run_id)
+            detail = {"runId": run_id} if wire is None else {"threadId": wire.wire_thread_id, "runId": wire.wire_run_id}
+            raise ThreadConflictError("thread_busy", f"run {detail['runId']!r} of this thread has not ended yet",
+                                      detail=detail)
+        else:
+            lost.append(run_id)
     terminal: HarnessRunResultEvent | None = None
     anchor: _Authored | None = None
     for run_id in reversed(ended):
@@ -273,7 +303,11 @@ async def _read_thread(journal: ThreadJournal, thread_id: str, running: Callable
             terminal = last
         if anchor is None:
             anchor = _last_authored(item for item in items if item.run_id == run_id)
-    return _Thread(thread_id, runs, terminal, anchor)
+    closed_by = None
+    if terminal is not None:
+        after = runs.index(terminal.run_id)
+        closed_by = next((names.get(r, WireRun.same(thread_id, r)) for r in lost if runs.index(r) > after), None)
+    return _Thread(thread_id, runs, terminal, anchor, closed_by)
 
 
 def _last_authored(items: Any) -> _Authored | None:
@@ -537,6 +571,8 @@ def _plan_known_thread(thread: _Thread, run_input: RunAgentInput) -> _Turn:
                                 "does not wait for", detail={"interruptId": entry.interrupt_id,
                                                              "pending": sorted(waits)})
         kind, call = wait
+        if kind == "approval" and thread.closed_by is not None:
+            continue  # handed to a Run that was lost: answered below, never released again
         answers = approval_answers if kind == "approval" else call_answers
         if kind == "call" and call.tool_call_id in answered_by_message and entry.status == "resolved":
             continue  # the tool message carries the result; the entry only acknowledges the interrupt
@@ -550,6 +586,8 @@ def _plan_known_thread(thread: _Thread, run_input: RunAgentInput) -> _Turn:
             answers[call.tool_call_id] = _approval(entry.interrupt_id, entry.payload)
         else:
             answers[call.tool_call_id] = entry.payload
+    if thread.closed_by is not None:
+        _close_waits(waits, thread.closed_by, approval_answers, call_answers)
     unanswered = sorted(i for i, (kind, call) in waits.items()
                         if call.tool_call_id not in (approval_answers if kind == "approval" else call_answers))
     if unanswered:
@@ -568,6 +606,22 @@ def _plan_known_thread(thread: _Thread, run_input: RunAgentInput) -> _Turn:
     content = tuple(c for m in new_user for c in _user_content(m))
     ids = tuple(m.id for m in new_user) + tuple(m.id for m in answered_by_message.values() if not m.error)
     return _Turn(content or None, native.state, resume, ids)
+
+
+def _close_waits(waits: Mapping[str, tuple[str, DeferredToolCall]], lost: WireRun, approvals: dict[str, Any],
+                 calls: dict[str, Any]) -> None:
+    # The waits of a suspended Run whose answers went to a Run that was lost: an approval is answered as
+    # denied whatever the request says (the lost Run may have run the tool: it runs at most once), a call
+    # with the request's result if it sends one again (the client's answer, not a second run), else failed.
+    lib = _lib()
+    for kind, call in waits.values():
+        if kind == "approval":
+            approvals[call.tool_call_id] = lib.ToolDenied(
+                f"This call was approved, but run {lost.wire_run_id} that was to execute it was lost before it "
+                "ended: whether the tool ran is unknown, and it is not run again.")
+        elif call.tool_call_id not in calls:
+            calls[call.tool_call_id] = lib.ToolFailed(
+                f"The result of this call went to run {lost.wire_run_id}, which was lost before it ended.")
 
 
 # -- client tools and context ------------------------------------------------------------------
@@ -713,8 +767,12 @@ class A13nRunner:
         lib = _lib()
         if not run_input.thread_id.strip() or not run_input.run_id.strip():
             raise RunInputError("invalid_request", "threadId and runId must not be blank")
-        thread_id = source_thread_id(run_input.thread_id)
-        thread = await _read_thread(journal, thread_id, running or (lambda run_id: True))
+        bound = None if request is None else getattr(request, "thread_runs", None)
+        if bound is None:  # a caller that keeps no bindings: the Thread's id is a function of the client's
+            thread_id = source_thread_id(run_input.thread_id)
+        else:  # the server's: the Harness Thread the client's was bound to, or a new one nobody can guess
+            thread_id = request.source_thread_id or f"thread-{uuid.uuid4().hex}"
+        thread = await _read_thread(journal, thread_id, running or (lambda run_id: True), bound)
         new = thread.terminal is None
         turn = _plan_new_thread(thread_id, run_input) if new else _plan_known_thread(thread, run_input)
         options = dict(self._options)

@@ -428,7 +428,7 @@ def test_bad_requests_get_a_json_error_at_once_and_never_hang(tmp_path: Path, se
         refused(400, "GET", events_url(server), params={"last_event_id": "nonsense"})
         refused(404, "GET", events_url(server, run_id="run-nobody-started"))
         refused(404, "GET", events_url(server, thread_id="another-thread"))
-        refused(422, "POST", f"{server.base}/runs", content=b"{not json")
+        refused(422, "POST", f"{server.base}/runs", content=b"{not json", headers={"Content-Type": "application/json"})
         body = refused(422, "POST", f"{server.base}/runs", json={"threadId": "t"})
         assert {tuple(d["loc"]) for d in body["detail"]} >= {("runId",), ("messages",)}
         refused(409, "POST", f"{server.base}/runs", json=run_input(thread_id="another-thread"))

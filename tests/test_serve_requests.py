@@ -402,3 +402,111 @@ def test_a_run_bound_by_a_server_that_died_before_its_first_item_is_ended_or_res
     assert [e["type"] for e in sse(ended)] == ["RUN_ERROR"]
     assert sse(ended)[0]["code"] == "harness_agui.harness_lost"
     assert sse(restarted)[-1]["type"] == "RUN_FINISHED"
+
+
+# -- whose Thread, and what a request may be -------------------------------------------------------
+
+def test_the_authorize_hook_is_told_the_harness_thread_the_clients_thread_was_bound_to(tmp_path: Path) -> None:
+    runner = Naming()
+    asked: list[RequestContext] = []
+
+    def authorize(context: RequestContext) -> bool:
+        asked.append(context)
+        return context.thread_id == "t-1"  # the client may see its own Thread only
+
+    server = AguiServer(runner, database=tmp_path / "host.db", authorize=authorize)
+
+    async def scenario() -> list[int]:
+        async with serving(server) as base, httpx.AsyncClient(timeout=30) as client:
+            return [(await client.post(f"{base}/runs", json=body("t-1", "r-1"))).status_code,
+                    (await client.post(f"{base}/runs", json=body("t-1", "r-2"))).status_code,
+                    (await client.get(f"{base}/threads/t-1/runs/r-2/events")).status_code,
+                    (await client.get(f"{base}/threads/t-2/runs/r-1/events")).status_code,
+                    (await client.get(f"{base}/threads/t-1/runs/r-9/events")).status_code]
+
+    assert run(scenario()) == [200, 200, 200, 403, 404]  # another's Run is refused, whether it exists or not
+    first, second, follow, other, unknown = asked
+    assert (first.source_thread_id, first.thread_runs) == (None, ())  # a new Thread
+    assert second.source_thread_id == "h-t-1"
+    assert second.thread_runs == (WireRun("t-1", "r-1", "h-t-1", "h-r-1"),)
+    assert (follow.source_thread_id, follow.thread_runs) == ("h-t-1", None)
+    assert other.source_thread_id is None and unknown.source_thread_id is None
+    told = runner.contexts[1]
+    assert told is not None and told.thread_runs == second.thread_runs  # read again under the Thread's lock
+
+
+def test_a_post_that_is_not_application_json_is_refused_with_415_and_starts_nothing(tmp_path: Path) -> None:
+    runner = Naming()
+    server = AguiServer(runner, database=tmp_path / "host.db", cors_origins=["https://app.example"])
+    payload = json.dumps(body("t-1", "r-1")).encode()
+
+    async def scenario() -> list[httpx.Response]:
+        async with serving(server) as base, httpx.AsyncClient(timeout=30) as client:
+            # What a page of another site can send without a CORS preflight: text/plain, a form, nothing.
+            return [await client.post(f"{base}/runs", content=payload, headers={
+                        "Content-Type": "text/plain", "Origin": "https://evil.example", "Cookie": "session=1"}),
+                    await client.post(f"{base}/runs", content=payload,
+                                      headers={"Content-Type": "application/x-www-form-urlencoded"}),
+                    await client.post(f"{base}/runs", content=payload),
+                    await client.post(f"{base}/runs", content=payload,
+                                      headers={"Content-Type": "Application/JSON; charset=utf-8"})]
+
+    *refused, accepted = run(scenario())
+    assert [a.status_code for a in refused] == [415, 415, 415]
+    assert all(a.json()["error"] == "unsupported_media_type" for a in refused)
+    assert accepted.status_code == 200 and sse(accepted.text)[-1]["type"] == "RUN_FINISHED"
+    assert len(runner.contexts) == 1
+
+
+def test_any_origin_with_credentials_is_refused_when_the_server_is_made(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="cors_credentials"):
+        AguiServer(Naming(), database=tmp_path / "host.db", cors_origins=["https://app.example", "*"],
+                   cors_credentials=True)
+    assert not (tmp_path / "host.db").exists()  # refused before anything was opened
+    listed = AguiServer(Naming(), database=tmp_path / "host.db", cors_origins=["https://app.example"],
+                        cors_credentials=True)
+    listed.journal.close()
+    listed.deliveries.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_client_thread_is_bound_to_one_harness_thread_and_a_harness_thread_to_one_client_thread(
+        tmp_path: Path, backend: str) -> None:
+    from harness_agui.host.bindings import ThreadBindingError
+
+    if backend == "postgres":
+        from pg_server import fresh_url
+
+        from harness_agui.host.postgres import PostgresRunBindings
+
+        opened: Any = PostgresRunBindings(fresh_url("bindings"))
+    else:
+        opened = SqliteRunBindings(tmp_path / "host.db")
+    with opened as bindings:
+        bindings.bind(WireRun("t-1", "r-1", "h-1", "s-1"))
+        bindings.bind(WireRun("t-2", "r-2", "h-2", "s-2"))
+        bindings.bind(WireRun("t-1", "r-3", "h-1", "s-3"))
+        with pytest.raises(ThreadBindingError, match="bound to the Harness thread 'h-1'"):
+            bindings.bind(WireRun("t-1", "r-4", "h-9", "s-4"))  # one client Thread, two Harness Threads
+        with pytest.raises(ThreadBindingError, match="belongs to another client thread"):
+            bindings.bind(WireRun("t-3", "r-5", "h-1", "s-5"))  # two client Threads, one Harness Thread
+        assert bindings.runs_of("t-1") == (WireRun("t-1", "r-1", "h-1", "s-1"), WireRun("t-1", "r-3", "h-1", "s-3"))
+        assert bindings.runs_of("t-3") == () and bindings.source_of("r-4") is None
+
+
+def test_a_file_of_an_earlier_release_gets_the_thread_indexes_when_opened_for_writing(tmp_path: Path) -> None:
+    import sqlite3
+
+    with SqliteRunBindings(tmp_path / "host.db") as bindings:
+        bindings.bind(WireRun("t-1", "r-1", "h-1", "s-1"))
+    with sqlite3.connect(tmp_path / "host.db") as conn:  # as an earlier release left it
+        conn.execute("DROP INDEX harness_wire_runs_wire_thread")
+        conn.execute("DROP INDEX harness_wire_runs_source_thread")
+    with SqliteRunBindings(tmp_path / "host.db", read_only=True) as bindings:  # read-only: works without them
+        assert bindings.runs_of("t-1") == (WireRun("t-1", "r-1", "h-1", "s-1"),)
+    with SqliteRunBindings(tmp_path / "host.db") as bindings:
+        assert bindings.runs_of("t-1") == (WireRun("t-1", "r-1", "h-1", "s-1"),)
+    with sqlite3.connect(tmp_path / "host.db") as conn:
+        plan = " ".join(str(r) for r in conn.execute(
+            "EXPLAIN QUERY PLAN SELECT * FROM harness_wire_runs WHERE wire_thread_id = 't-1'"))
+    assert "harness_wire_runs_wire_thread" in plan

@@ -288,7 +288,7 @@ class Database:
             mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise ValueError(f"{self.path!r} cannot be put in WAL mode (journal_mode is {mode})")
-        if self._missing(conn) or self._outdated(conn):
+        if self._missing(conn) or self._outdated(conn) or self._unindexed(conn):
             with self.write("open"):
                 for table in self._outdated(conn):
                     table.upgrade_from(self._columns(conn, table))(conn, self.path)
@@ -332,6 +332,12 @@ class Database:
     def _missing(self, conn: sqlite3.Connection) -> list[str]:
         found = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         return [t.name for t in self._tables if t.name not in found]
+
+    def _unindexed(self, conn: sqlite3.Connection) -> bool:
+        # Whether an index is missing: a later release may add one to a table an earlier one made (a
+        # read-only open goes without it).
+        found = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        return any(name not in found for t in self._tables for name, _ in (*t.indexes, *t.unique))
 
     def _check_columns(self) -> None:
         with self.read() as conn:

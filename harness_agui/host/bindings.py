@@ -5,7 +5,7 @@
 # differ; a plain runner's Run is bound to the request's own ids.
 #
 #     harness_wire_runs(wire_run_id, wire_thread_id, source_run_id, source_thread_id, crc)
-#     primary key wire_run_id; unique source_run_id
+#     primary key wire_run_id; unique source_run_id; indexed wire_thread_id, source_thread_id
 #
 # A binding is written once, before the Run's first item is journaled, and
 # never changed or deleted: so a client's id always leads to the same Run,
@@ -27,7 +27,7 @@ import attrs
 
 from ._sqlite import TEXT, Column, Database, Table
 
-__all__ = ["WireRun", "RunBindings", "SqliteRunBindings", "check_binding"]
+__all__ = ["WireRun", "RunBindings", "SqliteRunBindings", "ThreadBindingError", "check_binding"]
 
 
 def _id(_: object, attribute: attrs.Attribute[str], value: str) -> None:
@@ -65,6 +65,8 @@ class RunBindings(Protocol):
 
     def wire_of(self, source_run_id: str) -> WireRun | None: ...
 
+    def runs_of(self, wire_thread_id: str) -> tuple[WireRun, ...]: ...
+
     def unjournaled(self) -> tuple[WireRun, ...]: ...
 
     def close(self) -> None: ...
@@ -75,6 +77,8 @@ BINDINGS = Table(
     (Column("wire_run_id", TEXT), Column("wire_thread_id", TEXT), Column("source_run_id", TEXT),
      Column("source_thread_id", TEXT)),
     key=("wire_run_id",),
+    indexes=(("harness_wire_runs_wire_thread", "wire_thread_id"),
+             ("harness_wire_runs_source_thread", "source_thread_id")),
     unique=(("harness_wire_runs_source", "source_run_id"),),
 )
 
@@ -89,6 +93,32 @@ def check_binding(binding: Any) -> WireRun:
     if not isinstance(binding, WireRun):
         raise TypeError(f"bind() takes a WireRun, not {type(binding).__name__}")
     return binding
+
+
+class ThreadBindingError(ValueError):
+    """A binding that would bind one client Thread to two Harness Threads, or two client Threads to one
+    Harness Thread. ``binding`` is the one refused, ``other`` the stored binding it disagrees with."""
+
+    def __init__(self, binding: WireRun, other: WireRun) -> None:
+        self.binding = binding
+        self.other = other
+        if other.wire_thread_id == binding.wire_thread_id:
+            what = (f"the client's thread {binding.wire_thread_id!r} is bound to the Harness thread "
+                    f"{other.source_thread_id!r} already, not {binding.source_thread_id!r}")
+        else:
+            what = (f"the Harness thread {binding.source_thread_id!r} belongs to another client thread "
+                    f"already, not {binding.wire_thread_id!r}")
+        super().__init__(f"run {binding.wire_run_id!r} cannot be bound: {what}")
+
+
+def thread_conflict(binding: WireRun, stored: tuple[WireRun | None, WireRun | None]) -> None:
+    """Raise ``ThreadBindingError`` when ``binding`` disagrees with a stored binding of its client Thread
+    or of its Harness Thread (``stored``: one of each, or None)."""
+    of_wire, of_source = stored
+    if of_wire is not None and of_wire.source_thread_id != binding.source_thread_id:
+        raise ThreadBindingError(binding, of_wire)
+    if of_source is not None and of_source.wire_thread_id != binding.wire_thread_id:
+        raise ThreadBindingError(binding, of_source)
 
 
 def conflict(binding: WireRun, other: WireRun) -> ValueError:
@@ -119,8 +149,10 @@ class SqliteRunBindings:
         returns the binding the wire run id has now: ``binding`` when this call made it (or the same
         one was stored), the other one when the id was taken first (another Thread's, or the same
         request started twice). Raises TypeError for something that is not a ``WireRun``, ValueError
-        when the source Run is bound to another wire run id, ``ReadOnlyStoreError`` on a read-only
-        store, ``DamagedStoreError`` for a damaged row; nothing is written on error."""
+        when the source Run is bound to another wire run id, ``ThreadBindingError`` (a ValueError) when
+        its client Thread is bound to another Harness Thread or its Harness Thread to another client
+        Thread, ``ReadOnlyStoreError`` on a read-only store, ``DamagedStoreError`` for a damaged row;
+        nothing is written on error."""
         binding = check_binding(binding)
         with self._db.write("bind", BINDINGS) as conn:
             stored = self._one(conn, "wire_run_id", binding.wire_run_id)
@@ -129,6 +161,8 @@ class SqliteRunBindings:
             other = self._one(conn, "source_run_id", binding.source_run_id)
             if other is not None:
                 raise conflict(binding, other)
+            thread_conflict(binding, (self._first(conn, "wire_thread_id", binding.wire_thread_id),
+                                      self._first(conn, "source_thread_id", binding.source_thread_id)))
             conn.execute(BINDINGS.insert, BINDINGS.sealed((binding.wire_run_id, binding.wire_thread_id,
                                                            binding.source_run_id, binding.source_thread_id)))
         return binding
@@ -142,6 +176,19 @@ class SqliteRunBindings:
         """The binding of the Harness's run id ``source_run_id``, None if it has none."""
         with self._db.read(BINDINGS, f"the binding of run {source_run_id!r}") as conn:
             return self._one(conn, "source_run_id", source_run_id)
+
+    def runs_of(self, wire_thread_id: str) -> tuple[WireRun, ...]:
+        """The bindings of the client's Thread ``wire_thread_id``, in the order they were made (empty for
+        a Thread no Run was bound in); all of them name the same Harness Thread."""
+        with self._db.read(BINDINGS, f"the bindings of thread {wire_thread_id!r}") as conn:
+            rows = conn.execute(f"SELECT {BINDINGS.select} FROM {BINDINGS.name} WHERE wire_thread_id = ? "
+                                "ORDER BY rowid", (wire_thread_id,)).fetchall()
+        found = tuple(self._binding(row) for row in rows)
+        for wire, row in zip(found, rows, strict=True):
+            if wire.wire_thread_id != wire_thread_id:
+                raise BINDINGS.damaged(self.path, None, f"the index gave the row of another thread for "
+                                       f"{wire_thread_id!r:.80}", row[0], wire_run_id=wire.wire_run_id)
+        return found
 
     def unjournaled(self) -> tuple[WireRun, ...]:
         """The bindings whose Run has neither an item in the journal nor a row in the delivery log of
@@ -178,6 +225,11 @@ class SqliteRunBindings:
             raise BINDINGS.damaged(self.path, None, f"the index gave the row of another run for {value!r:.80}",
                                    row[0], **{column: value})
         return found
+
+    def _first(self, conn: Any, column: str, value: str) -> WireRun | None:
+        row = conn.execute(f"SELECT {BINDINGS.select} FROM {BINDINGS.name} WHERE {column} = ? LIMIT 1",
+                           (value,)).fetchone()
+        return None if row is None else self._binding(row)
 
     def _binding(self, row: Any) -> WireRun:
         wire_run, wire_thread, source_run, source_thread = BINDINGS.checked(self.path, row)

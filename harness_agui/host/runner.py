@@ -34,6 +34,7 @@ from ag_ui.core import RunAgentInput
 
 from ..core.errors import HarnessAguiError
 from ..core.source import HarnessStreamEvent
+from .bindings import WireRun
 
 __all__ = ["StartedRun", "Runner", "RunnerCallable", "CallableRunner", "CallableRun", "RunRefused",
            "RequestContext", "as_runner"]
@@ -73,7 +74,12 @@ class RequestContext:
     headers (names in lower case; a repeated header's values joined with ``", "``), ``client`` the
     peer's ``(host, port)`` (None when the server does not know it), ``thread_id`` and ``run_id`` the
     Run's ids as the client names them, ``run_input`` the validated body of a POST (None otherwise) and
-    ``request`` the framework's own request object (a Starlette ``Request``; None outside the server)."""
+    ``request`` the framework's own request object (a Starlette ``Request``; None outside the server).
+
+    ``source_thread_id`` is the Harness Thread the client's Thread was bound to when it was created
+    (None for a Thread no Run was bound in yet: a POST then creates it, under a Harness thread id the
+    runner chooses), and ``thread_runs`` the Thread's bound Runs, oldest first; None when the caller
+    does not keep bindings (outside the server). An ``authorize`` hook may decide on either."""
 
     action: Literal["run", "follow", "cancel"]
     method: str
@@ -84,6 +90,8 @@ class RequestContext:
     run_id: str
     run_input: RunAgentInput | None = None
     request: Any = attrs.field(default=None, eq=False, repr=False)
+    source_thread_id: str | None = None
+    thread_runs: tuple[WireRun, ...] | None = None
 
 
 @runtime_checkable

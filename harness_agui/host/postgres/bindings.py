@@ -2,7 +2,8 @@
 # ``host.bindings.SqliteRunBindings`` for servers that share one database.
 #
 #     harness_wire_runs(wire_run_id, wire_thread_id, source_run_id, source_thread_id, ord)
-#     primary key wire_run_id; unique source_run_id; ord (an identity) gives the order of the bindings
+#     primary key wire_run_id; unique source_run_id; ord (an identity) gives the order of the bindings;
+#     indexed (wire_thread_id, ord) and source_thread_id
 #
 # ``bind`` is one INSERT ... ON CONFLICT DO NOTHING: of two servers binding
 # one wire run id at once, PostgreSQL lets one insert and the other finds its
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..bindings import WireRun, check_binding, conflict
+from ..bindings import WireRun, check_binding, conflict, thread_conflict
 from ._pg import Database
 from .delivery import RUNS as DELIVERY_RUNS
 from .journal import RUNS as JOURNAL_RUNS
@@ -41,9 +42,13 @@ class PostgresRunBindings:
 
     def bind(self, binding: WireRun) -> WireRun:
         """As ``SqliteRunBindings.bind``: the binding the wire run id has now (this one, or the one that
-        took it first); ValueError when the source Run is bound to another wire run id."""
+        took it first); ValueError when the source Run is bound to another wire run id,
+        ``ThreadBindingError`` when the binding would share or split a Thread."""
         binding = check_binding(binding)
         with self._db.write("bind") as conn:
+            if self._one(conn, "wire_run_id", binding.wire_run_id) is None:
+                thread_conflict(binding, (self._one(conn, "wire_thread_id", binding.wire_thread_id),
+                                          self._one(conn, "source_thread_id", binding.source_thread_id)))
             row = conn.execute(
                 f"INSERT INTO {BINDINGS} (wire_run_id, wire_thread_id, source_run_id, source_thread_id) "
                 "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING wire_run_id",
@@ -67,6 +72,12 @@ class PostgresRunBindings:
         """The binding of the Harness's run id ``source_run_id``, None if it has none."""
         with self._db.connection() as conn:  # one statement: no transaction needed
             return self._one(conn, "source_run_id", source_run_id)
+
+    def runs_of(self, wire_thread_id: str) -> tuple[WireRun, ...]:
+        """As ``SqliteRunBindings.runs_of``: the client Thread's bindings, oldest first."""
+        with self._db.connection() as conn:  # one statement: no transaction needed
+            rows = conn.execute(f"{_SELECT} WHERE wire_thread_id = %s ORDER BY ord", (wire_thread_id,)).fetchall()
+        return tuple(WireRun(*row) for row in rows)
 
     def unjournaled(self) -> tuple[WireRun, ...]:
         """The bindings whose Run has neither an item in the journal nor a delivery row, oldest first."""
@@ -92,5 +103,5 @@ class PostgresRunBindings:
 
     @staticmethod
     def _one(conn: Any, column: str, value: str) -> WireRun | None:
-        row = conn.execute(f"{_SELECT} WHERE {column} = %s", (value,)).fetchone()
+        row = conn.execute(f"{_SELECT} WHERE {column} = %s LIMIT 1", (value,)).fetchone()
         return None if row is None else WireRun(*row)
