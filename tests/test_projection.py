@@ -716,6 +716,23 @@ def test_a_suspended_result_is_run_finished_with_one_interrupt_per_deferred_call
     })]]
 
 
+def test_a_run_suspended_on_the_clients_own_tool_finishes_with_success_and_approvals_stay_interrupts() -> None:
+    # AG-UI's frontend tools: the client runs the call it streamed and sends the tool message, no resume[].
+    marker = {"a13n.harness.client-tool": {"declared_name": "confirm", "toolset_id": "ag-ui"}}
+    client = DeferredToolCall(tool_call_id="c-1", tool_name="confirm", args='{"q": "ok?"}',
+                              target_identity="tool/ag-ui/confirm")
+    alone = SourceBuilder().result(RunResult(status="suspended", deferred=Deferred(
+        calls=(client,), metadata={"c-1": marker})))
+    assert per_item(alone.items)[0][-1]["outcome"] == {"type": "success"}
+    approval = DeferredToolCall(tool_call_id="c-2", tool_name="deploy")
+    external = DeferredToolCall(tool_call_id="c-3", tool_name="ask_user")  # run outside, not by the client
+    mixed = SourceBuilder().result(RunResult(status="suspended", deferred=Deferred(
+        calls=(client, external), approvals=(approval,), metadata={"c-1": marker})))
+    outcome = per_item(mixed.items)[0][-1]["outcome"]
+    assert [(i["id"], i["reason"]) for i in outcome["interrupts"]] == [("c-3", "tool_call"),
+                                                                        ("c-2:approval", "tool_approval")]
+
+
 def test_a_forwarded_deferred_call_keeps_both_ids_and_its_metadata_in_the_interrupt() -> None:
     target = ToolCallPart(tool_name="deploy", args="{}", tool_call_id="target-1")
     model = ToolCallPart(tool_name="delegate", args="{}", tool_call_id="model-1")

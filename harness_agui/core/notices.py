@@ -10,7 +10,10 @@
 #     model request n begins (generated part ids use n);
 #   - delegation ``{"type": "inline_delegation", "action": ...}``: a child Run
 #     is linked to its parent ("started", under the child's own run id) or its
-#     delegation ended ("completed" / "failed", under the delegating Run).
+#     delegation ended ("completed" / "failed", under the delegating Run);
+#   - a suspended Run's deferred metadata ``{call id: {"a13n.harness.client-tool":
+#     {...}}}``: the call is one of the client's own tools (a frontend tool), which
+#     the client runs and answers with a tool message, not an interrupt.
 
 from __future__ import annotations
 
@@ -20,7 +23,11 @@ import attrs
 
 from .source import ExtensionEvent, HarnessEvent, HarnessStreamEvent
 
-__all__ = ["DelegationNotice", "delegation_notice", "is_run_started", "model_request_started"]
+__all__ = ["DelegationNotice", "delegation_notice", "is_run_started", "model_request_started", "is_client_tool_call",
+           "CLIENT_TOOL_KEY"]
+
+CLIENT_TOOL_KEY = "a13n.harness.client-tool"
+"""The key of a deferred call's metadata that marks it as a call of one of the client's own tools."""
 
 
 @attrs.frozen
@@ -70,3 +77,10 @@ def model_request_started(payload: ExtensionEvent) -> int | None:
         return None
     n = body.get("request_index")
     return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None
+
+
+def is_client_tool_call(tool_call_id: str, metadata: Any) -> bool:
+    """Whether a suspended Run's deferred ``metadata`` marks call ``tool_call_id`` as a call of one of the
+    client's own tools (``CLIENT_TOOL_KEY``)."""
+    entry = metadata.get(tool_call_id) if isinstance(metadata, dict) else None
+    return isinstance(entry, dict) and isinstance(entry.get(CLIENT_TOOL_KEY), dict)

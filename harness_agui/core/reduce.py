@@ -119,7 +119,13 @@ from .history import HistoryCursor, advance_in_stream, is_root_item
 from .history import advance as advance_history
 from .idmap import IdMap
 from .jsonform import content_to_json, deferred_call_to_json, payload_to_json
-from .notices import DelegationNotice, delegation_notice, is_run_started, model_request_started
+from .notices import (
+    DelegationNotice,
+    delegation_notice,
+    is_client_tool_call,
+    is_run_started,
+    model_request_started,
+)
 from .processor import apply_processor
 from .records import Record
 from .source import (
@@ -1234,6 +1240,8 @@ APPROVAL_SCHEMA: dict[str, Any] = {
 
 
 def _interrupts(result: RunResult) -> list[dict[str, Any]]:
+    # A call of one of the client's own tools is no interrupt: as AG-UI's frontend tools go, the Run ends and
+    # the client runs the call it streamed, answering with a tool message in its next request.
     assert result.deferred is not None
     out = []
     waits: tuple[tuple[InterruptReason, str, tuple[DeferredToolCall, ...]], ...] = (
@@ -1241,6 +1249,8 @@ def _interrupts(result: RunResult) -> list[dict[str, Any]]:
         ("tool_approval", "approval of", result.deferred.approvals))
     for reason, verb, calls in waits:
         for call in calls:
+            if reason == "tool_call" and is_client_tool_call(call.tool_call_id, result.deferred.metadata):
+                continue
             schema = APPROVAL_SCHEMA if reason == "tool_approval" else {
                 "description": f"The result of {call.tool_name}: any JSON value"}
             out.append({
@@ -1282,7 +1292,8 @@ def _terminal(item: HarnessRunResultEvent, ts: int) -> list[Record]:
         if result.output is not None:
             output = _json.dumps(result.output)
     elif status == "suspended":
-        outcome = {"type": "interrupt", "interrupts": _interrupts(result)}
+        interrupts = _interrupts(result)
+        outcome = {"type": "interrupt", "interrupts": interrupts} if interrupts else {"type": "success"}
     else:
         outcome = {"type": "cancelled"}
     return [ev.run_finished(ts, item.thread_id, item.run_id, output, _json.dumps(outcome), usage)]

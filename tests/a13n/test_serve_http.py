@@ -110,6 +110,10 @@ def test_the_official_http_agent_holds_a_three_turn_conversation_with_harness_ag
     results = [served.items(r["runId"])[-1] for r in runs]
     assert all(isinstance(r, HarnessRunResultEvent) for r in results)
     assert [r.result.status for r in results] == ["completed", "suspended", "completed", "suspended", "completed"]
+    outcomes = [json.loads(r["events"][-1]["outcome"]) if isinstance(r["events"][-1]["outcome"], str)
+                else r["events"][-1]["outcome"] for r in runs]
+    assert [o["type"] for o in outcomes] == ["success", "interrupt", "success", "success", "success"]  # frontend
+    assert [i["reason"] for i in outcomes[1]["interrupts"]] == ["tool_approval"]  # tool: no interrupt
     [harness_thread] = {r.thread_id for r in results}  # one Harness Thread, given when the client's was created
     assert re.fullmatch(r"thread-[0-9a-f]{32}", harness_thread) and harness_thread != source_thread_id(thread)
     for run in runs:  # the client's ids name every Run on the wire

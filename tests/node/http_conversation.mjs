@@ -11,8 +11,9 @@
 // return), or {"approve": bool} (answer every pending interrupt with
 // {"approved": bool} instead of saying anything). After a Run that left calls
 // to the client's tools unanswered, the script runs them (a tool message with
-// "toolResult" for each) and runs the agent again, acknowledging through
-// resume[] the interrupts the client holds for those calls.
+// "toolResult" for each) and runs the agent again with those messages alone,
+// as AG-UI's frontend tools go: no resume[] entry (the client refuses to run
+// while it holds an interrupt the request leaves unanswered).
 //
 // Output (stdout, one JSON object): {"threadId", "messages", "pendingInterrupts",
 // "runs": [{"runId", "events": [...]}]}, or {"error": "..."} with exit status 1
@@ -58,10 +59,7 @@ try {
       for (const call of calls) {
         agent.addMessage({ id: randomUUID(), role: "tool", toolCallId: call.id, content: turn.toolResult });
       }
-      const ids = new Set(calls.map((c) => c.id));
-      const acknowledged = agent.pendingInterrupts.filter((i) => ids.has(i.toolCallId)).map((i) => ({
-        interruptId: i.id, status: "resolved", payload: turn.toolResult }));
-      await run({ tools: turn.tools, resume: acknowledged.length ? acknowledged : undefined });
+      await run({ tools: turn.tools });
     }
     if (failures.length) break;
   }
