@@ -12,6 +12,11 @@
 #   POST runs_path     a RunAgentInput: a new Run is started and its events
 #                      are streamed from the first; a known Run is streamed
 #                      again (after the request's Last-Event-ID, if any).
+#                      Streamed from the first event, it leaves out what the
+#                      request's messages show the client holds (``wire.held``):
+#                      its own user messages, and on a retry of the same run id
+#                      the part of the answer it got before its connection
+#                      dropped, so a stock client never doubles a message.
 #   GET events_path    the events of a Run after ``Last-Event-ID`` (header, or
 #                      ``?last_event_id=``), then live to its last event; a GET
 #                      without one of a long Run driven here starts with the
@@ -109,6 +114,7 @@ from .host.runner import (
 from .host.stores import is_postgres_url, open_stores, stores_of
 from .host.supervisor import FAILURE_CODES, Reattach, RunSupervisor
 from .wire.agui import sse_retry
+from .wire.held import HeldByClient
 
 if TYPE_CHECKING:
     from .host.postgres import PostgresLeases
@@ -515,8 +521,11 @@ class AguiServer:
                     known = await self._launch(run_input, attrs.evolve(
                         context, thread_runs=thread_runs,
                         source_thread_id=thread_runs[0].source_thread_id if thread_runs else None))
-        return self._stream(known.source_run_id, await self._after(request, known, query=False),
-                            cancel=self._cancel_on_disconnect)
+        after = await self._after(request, known, query=False)
+        # From the first event, the stream leaves out what the request shows its client holds: the user
+        # messages it sent, and what it got of this Run before a retried POST of the same run id.
+        held = HeldByClient(run_input.messages) if after == 0 else None
+        return self._stream(known.source_run_id, after, cancel=self._cancel_on_disconnect, held=held)
 
     async def _known_of(self, thread_id: str, run_id: str, *, remembered: bool = False) -> WireRun | None:
         # The Run ``run_id`` names in ``thread_id`` (409 when it is another Thread's); None when it names none.
@@ -695,21 +704,26 @@ class AguiServer:
             if not users[0]:
                 del self._locks[thread_id]
 
-    def _stream(self, run_id: str, after: int, *, late_joiner: bool = False, cancel: bool = False) -> Response:
+    def _stream(self, run_id: str, after: int, *, late_joiner: bool = False, cancel: bool = False,
+                held: HeldByClient | None = None) -> Response:
         try:
             frames = self.supervisor.follow(run_id, after=after, late_joiner=late_joiner)
         except FollowerLimitError as e:
             return _error(503, "too_many_followers", str(e))
         on_disconnect = (lambda: self.supervisor.cancel(run_id)) if cancel else None
-        return StreamingResponse(self._frames(frames, on_disconnect), media_type="text/event-stream",
+        return StreamingResponse(self._frames(frames, on_disconnect, held), media_type="text/event-stream",
                                  headers=SSE_HEADERS)
 
     async def _frames(self, frames: AsyncIterator[bytes], on_disconnect: Callable[[], object] | None,
-                      ) -> AsyncIterator[bytes]:
+                      held: HeldByClient | None = None) -> AsyncIterator[bytes]:
         ended = False
         try:
             yield self._retry
             async for chunk in frames:
+                if held is not None and held.active:
+                    chunk = held(chunk)
+                    if not chunk:
+                        continue
                 yield chunk
             ended = True
         finally:

@@ -91,8 +91,10 @@
 #
 # What reaches the UI (``ProjectionOptions``): an input or tool supplement
 # the Harness marks ``display: false`` emits nothing unless ``show_hidden``;
-# an input or tool result that names the client's own message
-# (``CLIENT_MESSAGE_ID``) is not sent back to it.
+# a tool result that names the client's own message (``CLIENT_MESSAGE_ID``)
+# is not sent back; a user input that names one is a user message under that
+# id (a server leaves it out of the stream of the client that sent it); a
+# child Run's user input, the task it was delegated, is no user message.
 #
 # Nothing here reads the emitted events back: what a rule needs (id owners, a
 # child's last text) is kept in the state (``core.state``).
@@ -100,6 +102,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Literal, cast
@@ -517,10 +520,13 @@ def _descendants(state: ProjectionState, run_id: str) -> list[SubagentState]:
     return found
 
 
+@functools.lru_cache(maxsize=32)
 def _child_options(options: ProjectionOptions) -> ProjectionOptions:
     """The options a child Run's items are projected with: the stream's, but
-    its user input (the task it was delegated) is always a user message."""
-    return options if options.user_messages else attrs.evolve(options, user_messages=True)
+    its user input (the task it was delegated, as JSON) is no user message: a
+    stock client would show it as the user's. The delegate call's args carry
+    the task, and SUBAGENT_STARTED names that call."""
+    return options if not options.user_messages else attrs.evolve(options, user_messages=False)
 
 
 def _ended(sub: SubagentState) -> str:
@@ -773,11 +779,13 @@ def _run_step(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int
         case InputEvent(source=source, content=content, metadata=metadata):
             if not options.show_hidden and metadata is not None and metadata.get("display") is False:
                 pass  # for the model only (the trusted dynamic context, say): the journal keeps it
-            elif source == "user" and not options.user_messages or metadata is not None and metadata.get(
-                    CLIENT_MESSAGE_ID) is not None:
-                pass  # the client holds its own user messages
+            elif source == "user" and not options.user_messages:
+                pass  # a client that holds its own user messages, or a child's delegated task
             elif isinstance(content, str) and source in _MESSAGE_SOURCES:
-                out.extend(_user_message(item, content, ts))
+                # under the id of the client's own message when it names one: the viewers that lack it add it,
+                # the client that sent it has it (a server leaves it out of that client's own stream)
+                client = metadata.get(CLIENT_MESSAGE_ID) if metadata is not None else None
+                out.extend(_user_message(item, content, ts, client if isinstance(client, str) and client else None))
                 run = _run(run, history, message_ids=run.message_ids.add(ev.field_of(out[-1], "message_id")))
             elif isinstance(content, str):
                 out.extend(_input_chunks(item, payload, ts))
@@ -1178,11 +1186,12 @@ _MESSAGE_SOURCES = frozenset(("user", "steering"))
 """Input sources whose text becomes an AG-UI user message (others stay CUSTOM)."""
 
 
-def _user_message(item: HarnessEvent, text: str, ts: int) -> list[Record]:
+def _user_message(item: HarnessEvent, text: str, ts: int, message_id: str | None = None) -> list[Record]:
     """A user or steering text input as an AG-UI user message, so a client
-    that reloads shows the question. Its id is ``<run_id>:input-<sequence>``:
+    that reloads shows the question. Its id is the client's own message's
+    (``message_id``, from ``CLIENT_MESSAGE_ID``), else ``<run_id>:input-<sequence>``:
     unique in the Run and across Runs, and the same on every replay."""
-    message_id = f"{item.run_id}:input-{item.sequence}"
+    message_id = message_id or f"{item.run_id}:input-{item.sequence}"
     out = [ev.text_start(ts, message_id, "user")]
     if text:
         out.append(ev.text_content(ts, message_id, text))

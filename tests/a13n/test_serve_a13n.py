@@ -61,6 +61,7 @@ from harness_agui.serve_a13n import (  # noqa: E402
     source_thread_id,
 )
 from harness_agui.wire.codec import decode, encode  # noqa: E402
+from harness_agui.wire.held import HeldByClient
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_DIR = ROOT / "tests" / "node"
@@ -386,7 +387,8 @@ def test_user_messages_the_projection_made_of_inputs_are_not_new_input(host_for)
     thread = str(uuid.uuid4())
     first = host.post(body(thread, "r-1", [user("u-1", "one")]))
     made = [e["messageId"] for e in first.events if e["type"] == "TEXT_MESSAGE_START" and e["role"] == "user"]
-    messages = [user("u-1", "one"), *(user(i, "one") for i in made),
+    assert made == ["u-1"]  # the client's question, under its own id, for the viewers that lack it
+    messages = [user("u-1", "one"), *(user(i, "one") for i in made if i != "u-1"),
                 {"id": "a-1", "role": "assistant", "content": "You said: one"}, user("u-2", "two")]
     second = host.post(body(thread, "r-2", messages))
     assert second.run.message_ids == ("u-2",)
@@ -655,7 +657,10 @@ def converse(node: str, host: Host, turns: list[dict[str, Any]]) -> tuple[dict[s
                     assert "done" in said, said.get("error")
                     return said["done"], served
                 served.append(host.post(said["request"]))
-                process.stdin.write("".join(json.dumps(e) + "\n" for e in served[-1].events) + '{"type":"__END__"}\n')
+                # as a server does: the client is not sent back what its request shows it holds
+                held = HeldByClient(RunAgentInput.model_validate(said["request"]).messages)
+                events = [e for e in map(held.event, served[-1].events) if e is not None]
+                process.stdin.write("".join(json.dumps(e) + "\n" for e in events) + '{"type":"__END__"}\n')
                 process.stdin.flush()
         finally:
             process.kill()

@@ -134,6 +134,17 @@ def test_the_official_http_agent_holds_a_three_turn_conversation_with_harness_ag
     assert any(m.get("subagentRunId") and "traboules" in (m.get("content") or "") for m in messages)
     assert "Confirmed." in messages[-1]["content"] and outcome["pendingInterrupts"] == []
 
+    # A second client that follows the first Run (a second device, a reload) sees the user's question too,
+    # under the author's own message id, once.
+    done = subprocess.run([node, str(NODE_DIR / "http_connect.mjs"), served.base, thread, runs[0]["runId"],
+                           "events"], capture_output=True, text=True, timeout=60, cwd=NODE_DIR)
+    follower = json.loads(done.stdout)
+    assert follower["ok"], follower["error"]
+    asked = [m for m in follower["messages"] if m["role"] == "user" and not m.get("subagentRunId")]
+    first_question = next(m for m in messages if m["role"] == "user")
+    assert [(m["id"], m["content"]) for m in asked] == [(first_question["id"], first_question["content"])]
+    assert not any(m["role"] == "user" for m in follower["messages"] if m.get("subagentRunId"))  # no fake bubble
+
     earlier: frozenset[str] = frozenset()
     for run in runs:
         valid(run["events"], earlier)
@@ -276,3 +287,20 @@ def test_serve_demo_serves_the_packaged_a13n_harness_demo_agent(tmp_path: Path) 
         process.wait(30)
     assert events[-1]["type"] == "RUN_FINISHED" and "traboules" in events[-1]["result"]
     assert any(e["type"] == "SUBAGENT_STARTED" for e in events)
+
+
+def test_a_retried_post_of_the_same_run_id_leaves_the_answer_as_the_model_said_it(node: str, served: Served) -> None:
+    # The official client's connection drops mid-essay; it sends the same request again (runAgent({runId})):
+    # its message list ends with the answer exactly as the model said it, once, and the question once.
+    done = subprocess.run([node, str(NODE_DIR / "http_retry.mjs"), f"{served.base}/runs", "Write an essay."],
+                          capture_output=True, text=True, timeout=120, cwd=NODE_DIR)
+    try:
+        out = json.loads(done.stdout.splitlines()[-1])
+    except (ValueError, IndexError):
+        raise AssertionError(f"http_retry.mjs: {done.stdout}\n{done.stderr}") from None
+    assert "error" not in out, out["error"]
+    assert 0 < out["partBefore"] < len(out["finalText"])  # the first attempt broke mid-answer
+    said = served.items(out["runId"])[-1].result.output
+    answers = [m for m in out["messages"] if m["role"] == "assistant"]
+    assert [m["content"] for m in answers] == [said]
+    assert [m["content"] for m in out["messages"] if m["role"] == "user"] == ["Write an essay."]
