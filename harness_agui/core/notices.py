@@ -8,6 +8,9 @@
 #     of a delegating stream announces itself with one at sequence 0);
 #   - lifecycle ``{"type": "model_request_started", "request_index": n}``:
 #     model request n begins (generated part ids use n);
+#   - lifecycle ``{"type": "model_request_completed"}`` /
+#     ``{"type": "model_request_failed"}``: the request's response is over
+#     (nothing more streams into its parts);
 #   - delegation ``{"type": "inline_delegation", "action": ...}``: a child Run
 #     is linked to its parent ("started", under the child's own run id) or its
 #     delegation ended ("completed" / "failed", under the delegating Run).
@@ -20,7 +23,7 @@ import attrs
 
 from .source import ExtensionEvent, HarnessEvent, HarnessStreamEvent
 
-__all__ = ["DelegationNotice", "delegation_notice", "is_run_started", "model_request_started"]
+__all__ = ["DelegationNotice", "delegation_notice", "is_run_started", "model_request_ended", "model_request_started"]
 
 
 @attrs.frozen
@@ -70,3 +73,10 @@ def model_request_started(payload: ExtensionEvent) -> int | None:
         return None
     n = body.get("request_index")
     return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None
+
+
+def model_request_ended(payload: ExtensionEvent) -> bool:
+    """Whether ``payload`` is a lifecycle ``model_request_completed`` or ``model_request_failed`` notice."""
+    body = payload.payload
+    return payload.kind == "lifecycle" and isinstance(body, dict) and body.get("type") in (
+        "model_request_completed", "model_request_failed")
