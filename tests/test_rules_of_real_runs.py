@@ -384,6 +384,16 @@ def test_a_held_message_ends_when_its_index_starts_again_a_request_starts_or_the
         assert all(len(_ends(events, mid)) == 1 for mid in texts)
 
 
+def test_a_held_part_ended_again_as_the_last_part_ends_once_with_its_whole_text() -> None:
+    b = _held_text(SourceBuilder().user("hi").request())
+    b.event(PartStartEvent(index=1, part=TextPart(content="Bye")))
+    b.event(PartEndEvent(index=0, part=TextPart(content="Hello, world!")))  # its end again, now the last part
+    events = _events(b.completed("Hello, world!").items)
+    _valid(events)
+    assert _texts(events) == {"run-1:request-0:part-0:text": "Hello, world!", "run-1:request-0:part-1:text": "Bye"}
+    assert len(_ends(events, "run-1:request-0:part-0:text")) == 1
+
+
 def test_a_part_end_that_names_no_next_part_still_ends_its_message_at_once() -> None:
     # Sources that do not say what follows (this library's own builders, older journals) end as before.
     b = SourceBuilder().user("hi").request()

@@ -761,11 +761,11 @@ def _run_step(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int
                 # The next part of the response started, and pydantic-ai may still stream this one: its
                 # message takes what the end holds beyond what streamed and stays open for the rest.
                 return _run(run, history, _replace(parts, _held(part, final, ts, out)))
-            if last and len(parts) > 1:
-                run = _end_held(run, ts, out)
-                parts = run.parts
+            run = _run(run, history, _without(parts, index))
+            if last:
+                run = _end_held(run, ts, out)  # the parts it held end first, then this one
             calls = _close(part, final, ts, parent, run.calls, out)
-            return _run(run, history, _without(parts, index), retired=_replace(run.retired, part), calls=calls)
+            return _run(run, history, retired=_replace(run.retired, part), calls=calls)
 
         case ToolResultEvent(tool_call_id=source_id):
             call_id = run.call_id(source_id)
