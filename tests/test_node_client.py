@@ -147,3 +147,34 @@ def test_the_client_holds_every_call_of_these_real_runs_answered(node: str, name
     calls = {c["id"] for m in out["messages"] for c in m.get("toolCalls") or []}
     answered = {m["toolCallId"] for m in out["messages"] if m["role"] == "tool"}
     assert calls and calls <= answered, calls - answered
+
+
+# -- what the client shows of parts a response streams after their end (issue 36, item 14) ----------------------
+
+def _texts(out: dict[str, Any]) -> dict[str, str]:
+    return {m["id"]: m.get("content") or "" for m in out["messages"] if m["role"] in ("assistant", "reasoning")}
+
+
+def test_the_client_shows_the_whole_text_of_parts_a_response_streams_after_their_end(node: str) -> None:
+    from test_rules_of_real_runs import INTERLEAVED_TEXTS, interleaved_response
+
+    out = replay(node, project(interleaved_response()))
+    assert out["ok"], out.get("error")
+    assert _texts(out) == INTERLEAVED_TEXTS
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in FIXTURES.glob("*.jsonl")))
+def test_the_client_shows_in_each_message_of_a_real_run_the_final_text_of_its_part(node: str, name: str) -> None:
+    # The Runs of a file (a Thread's, one after the other) in one client session; each message of a part
+    # whose model request completed must read as that part reads in the Run's terminal history.
+    from test_rules_of_real_runs import run_finals
+
+    items = [decode(line) for line in (FIXTURES / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
+             if line.strip()]
+    runs = run_finals(items)
+    out = replay(node, [e for run in runs for e in run.events])
+    assert out["ok"], out.get("error")
+    texts = _texts(out)
+    for run in runs:
+        assert {m: texts.get(m) for m in run.finals} == run.finals
+    assert any(run.finals for run in runs) or name in ("failed_run", "provider_error_exhausted")  # no response ended

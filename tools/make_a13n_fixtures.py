@@ -35,7 +35,8 @@ failed Run (the model raises); a provider error, exhausted and recovered;
 multimodal tool results and an image input; one subagent, nested subagents and
 a failed child; structured output with a builtin tool call and return, a file
 part and an output-validation retry; tool call ids numbered per response (the
-same id in two responses); deltas that arrive after their part ended.
+same id in two responses); deltas that arrive after their part ended; a
+response whose text parts interleave with a tool call and with each other.
 """
 
 from __future__ import annotations
@@ -188,9 +189,18 @@ def result_of(run: list[Any]) -> Any:
     return run[-1].result
 
 
+@dataclass
+class DeltaText:
+    """Text for the text part of a key of its own (``{key: DeltaText(...)}``): FunctionModel streams all its
+    text into one part, a real provider may stream several text parts of one response."""
+
+    content: str
+
+
 class _FileStreamedResponse(FunctionStreamedResponse):
-    """A FunctionModel stream that can also yield ``{index: FilePart}``, which
-    FunctionModel itself cannot: such an item becomes a part start through the
+    """A FunctionModel stream that can also yield ``{index: FilePart}`` and
+    ``{key: DeltaText}``, which FunctionModel itself cannot: such an item
+    becomes a part start, or text for the part of that key, through the
     response's parts manager; every other item goes through FunctionModel's
     own handling, one at a time, in order."""
 
@@ -200,6 +210,11 @@ class _FileStreamedResponse(FunctionStreamedResponse):
             if isinstance(item, dict) and item and all(isinstance(p, FilePart) for p in item.values()):
                 for index, part in item.items():
                     yield self._parts_manager.handle_part(vendor_part_id=index, part=part)
+                continue
+            if isinstance(item, dict) and item and all(isinstance(p, DeltaText) for p in item.values()):
+                for key, text in item.items():
+                    for event in self._parts_manager.handle_text_delta(vendor_part_id=key, content=text.content):
+                        yield event
                 continue
             self._iter = _one(item)
             async for event in super()._get_event_iterator():
@@ -636,6 +651,32 @@ async def late_deltas() -> Scenario:
     return Scenario("late_deltas", [await collect(agent.stream("Echo something."))])
 
 
+async def interleaved_parts() -> Scenario:
+    """A response whose parts interleave, as real providers stream them: text continued after a tool call of the
+    same response began, and text part A continued after text part B began. pydantic-ai ends a part when the next
+    one starts, so every continuation is a delta after its part's end; the response's final text holds it."""
+
+    async def lookup(what: str) -> str:
+        """What there is to know about ``what``."""
+        return f"nothing open about {what}"
+
+    async def respond(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[Any]:
+        if seen(messages).responses == 0:
+            yield {"a": DeltaText("Let me look ")}
+            yield {1: DeltaToolCall(name="lookup", json_args='{"what": ', tool_call_id="call-look")}
+            yield {"a": DeltaText("at two things. ")}  # text of part 0, after the tool call (part 1) began
+            yield {1: DeltaToolCall(json_args='"tasks"}')}
+            yield {"b": DeltaText("First, the tasks")}
+            yield {"a": DeltaText("Then the notes.")}  # text of part 0 again, after text part 2 began
+            yield {"b": DeltaText(".")}
+        else:
+            yield "Nothing is open about the tasks."
+
+    agent = build(FileFunctionModel(stream_function=respond, model_name="fixture-interleaved-parts"),
+                  capabilities=tools(lookup))
+    return Scenario("interleaved_parts", [await collect(agent.stream("Look at the tasks and the notes."))])
+
+
 SCENARIOS: dict[str, Callable[[], Awaitable[Scenario]]] = {
     "tools_and_reasoning": tools_and_reasoning,
     "steering": steering,
@@ -652,6 +693,7 @@ SCENARIOS: dict[str, Callable[[], Awaitable[Scenario]]] = {
     "structured_output": structured_output,
     "reused_call_ids": reused_call_ids,
     "late_deltas": late_deltas,
+    "interleaved_parts": interleaved_parts,
 }
 
 

@@ -34,9 +34,9 @@ _T = TypeVar("_T")
 
 def part_streamed(part: Any, streamed: int) -> Any:
     """``part._replace(streamed=streamed)``, the one change a token makes."""
-    index, kind, message_id, part_id, _, started, tool_name, pending, object_args_json, signature = part
+    index, kind, message_id, part_id, _, started, tool_name, pending, object_args_json, signature, ended = part
     return new_tuple(type(part), (index, kind, message_id, part_id, streamed, started, tool_name, pending,
-                                  object_args_json, signature))
+                                  object_args_json, signature, ended))
 
 
 def with_fields(value: _T, **changes: Any) -> _T:

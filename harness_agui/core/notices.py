@@ -8,6 +8,9 @@
 #     of a delegating stream announces itself with one at sequence 0);
 #   - lifecycle ``{"type": "model_request_started", "request_index": n}``:
 #     model request n begins (generated part ids use n);
+#   - lifecycle ``{"type": "model_request_completed"}`` /
+#     ``{"type": "model_request_failed"}``: the request's response is over
+#     (nothing more streams into its parts);
 #   - delegation ``{"type": "inline_delegation", "action": ...}``: a child Run
 #     is linked to its parent ("started", under the child's own run id) or its
 #     delegation ended ("completed" / "failed", under the delegating Run);
@@ -23,8 +26,8 @@ import attrs
 
 from .source import ExtensionEvent, HarnessEvent, HarnessStreamEvent
 
-__all__ = ["DelegationNotice", "delegation_notice", "is_run_started", "model_request_started", "is_client_tool_call",
-           "CLIENT_TOOL_KEY"]
+__all__ = ["DelegationNotice", "delegation_notice", "is_run_started", "model_request_ended", "model_request_started",
+           "is_client_tool_call", "CLIENT_TOOL_KEY"]
 
 CLIENT_TOOL_KEY = "a13n.harness.client-tool"
 """The key of a deferred call's metadata that marks it as a call of one of the client's own tools."""
@@ -84,3 +87,10 @@ def is_client_tool_call(tool_call_id: str, metadata: Any) -> bool:
     client's own tools (``CLIENT_TOOL_KEY``)."""
     entry = metadata.get(tool_call_id) if isinstance(metadata, dict) else None
     return isinstance(entry, dict) and isinstance(entry.get(CLIENT_TOOL_KEY), dict)
+
+
+def model_request_ended(payload: ExtensionEvent) -> bool:
+    """Whether ``payload`` is a lifecycle ``model_request_completed`` or ``model_request_failed`` notice."""
+    body = payload.payload
+    return payload.kind == "lifecycle" and isinstance(body, dict) and body.get("type") in (
+        "model_request_completed", "model_request_failed")

@@ -72,11 +72,19 @@
 # are emitted once, as compact JSON, when the part ends; text args that are
 # not whole JSON at the part's end keep the call open until they are (or the
 # Harness announces the call, its result comes, or the request or Run ends).
-# Parts still open when a new model request starts are closed; an ended or
-# closed part is kept as retired until its index is used again, and a late
-# delta or end of one becomes a CUSTOM event (pydantic-ai sends deltas for a
-# part after its end, and a preempted request's part never ends); at the
-# terminal item open parts are closed.
+# pydantic-ai ends a part when the next part of its response starts, and can
+# still stream it afterwards (text after the tool call that followed it, text
+# part A after text part B): a text or thinking part whose end names a next
+# part (``next_part_kind``) emits what its end holds beyond what streamed and
+# stays open as ``ended``, taking its late deltas as content, and its END
+# waits until the response is over: the end of its last part (no next part),
+# the request's completed or failed notice, its index used again, a new
+# request, the Run's end. So a client's message holds the response's whole
+# text, and each message still gets exactly one START and one END.
+# Parts still open when a new model request starts are closed; a closed part
+# is kept as retired until its index is used again, and a late delta or end
+# of one becomes a CUSTOM event (a preempted request's part never ends); at
+# the terminal item open parts are closed.
 #
 # Tool calls go open -> ended -> answered. A result for an ended call is
 # TOOL_CALL_RESULT, whatever its outcome, and so is a provider-executed
@@ -127,6 +135,7 @@ from .notices import (
     delegation_notice,
     is_client_tool_call,
     is_run_started,
+    model_request_ended,
     model_request_started,
 )
 from .processor import apply_processor
@@ -734,9 +743,11 @@ def _run_step(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int
 
         case PartStartEvent(index=index, part=source_part):
             if (open_ := find_part(parts, index)) is not None:
-                raise AguiObservationError(
-                    f"part {index} started again before its {open_.kind} part ended", sequence=item.sequence
-                )
+                if not open_.ended:
+                    raise AguiObservationError(
+                        f"part {index} started again before its {open_.kind} part ended", sequence=item.sequence
+                    )
+                run = _end_held(run, ts, out, index)  # its index is used again: nothing more streams into it
             assert isinstance(source_part, (TextPart, ThinkingPart, ToolCallPart))  # the case above took the others
             return _start(run, history, index, source_part, item, ts, out)
 
@@ -747,17 +758,27 @@ def _run_step(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int
                     raise AguiObservationError(f"part end for index {index}, which is not open",
                                                sequence=item.sequence)
                 out.extend(_custom(item, ts, "harness.part_end"))  # a late end: its message is over
-                return _run(run, history, retired=_without(run.retired, index))
+                run = _run(run, history, retired=_without(run.retired, index))
+                return run if payload.next_part_kind is not None else _end_held(run, ts, out)
             assert isinstance(final, (TextPart, ThinkingPart, ToolCallPart))  # the first case took the others
             _check_same_part(part, final, item.sequence)
+            last = payload.next_part_kind is None  # no part of the response follows: the response is over
             if isinstance(final, ToolCallPart) and isinstance(final.args, str) and not _complete_json(final.args):
                 # pydantic-ai ends a call's part when the next part starts, and its last args can still come
                 # as deltas: the call stays open in AG-UI (its args must be whole JSON) until they do, until
                 # the Harness announces the call (with its whole args) or a result, a new request or the end.
                 part = _args_so_far(part, final, ts, parent, out)
-                return _run(run, history, _replace(parts, part), calls=run.calls.set(part.message_id, "ended"))
+                run = _run(run, history, _replace(parts, part), calls=run.calls.set(part.message_id, "ended"))
+                return _end_held(run, ts, out) if last else run
+            if not last and not isinstance(final, ToolCallPart):
+                # The next part of the response started, and pydantic-ai may still stream this one: its
+                # message takes what the end holds beyond what streamed and stays open for the rest.
+                return _run(run, history, _replace(parts, _held(part, final, ts, out)))
+            run = _run(run, history, _without(parts, index))
+            if last:
+                run = _end_held(run, ts, out)  # the parts it held end first, then this one
             calls = _close(part, final, ts, parent, run.calls, out)
-            return _run(run, history, _without(parts, index), retired=_replace(run.retired, part), calls=calls)
+            return _run(run, history, retired=_replace(run.retired, part), calls=calls)
 
         case ToolResultEvent(tool_call_id=source_id):
             call_id = run.call_id(source_id)
@@ -803,6 +824,8 @@ def _run_step(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int
                 for part in parts:
                     retired = _replace(retired, part)
                 run = _run(_close_run(run, ts, out), history, retired=retired, request_index=started)
+            elif model_request_ended(payload):
+                run = _run(_end_held(run, ts, out), history)  # the response is whole: what it held ends
             out.extend(_custom(item, ts, f"harness.extension.{kind}"))
 
         case ObservationEvent():
@@ -902,6 +925,32 @@ def _end_call(run: RunState, call_id: str, final: ToolCallPart | None, ts: int, 
             return _run(run, run.history, _without(run.parts, part.index), retired=_replace(run.retired, part),
                         calls=calls)
     return run
+
+
+def _held(part: OpenPart, final: TextPart | ThinkingPart, ts: int, out: list[Record]) -> OpenPart:
+    """A text or thinking part the source ended while its response goes on:
+    what ``final`` holds beyond what was streamed is emitted, its signature
+    kept for its END, and the part stays open as ``ended``."""
+    content = final.content
+    if len(content) > part.streamed:
+        emit = ev.text_content if part.kind == "text" else ev.reasoning_content
+        out.append(emit(ts, part.message_id, content[part.streamed:]))
+    signature = (final.signature if isinstance(final, ThinkingPart) else None) or part.signature
+    return part._replace(streamed=max(part.streamed, len(content)), signature=signature, ended=True)
+
+
+def _end_held(run: RunState, ts: int, out: list[Record], index: int | None = None) -> RunState:
+    """``run`` with its ``ended`` parts (only the one at ``index``, if given)
+    closed, their END events appended to ``out``, and retired; ``run`` itself
+    when there are none."""
+    held = [p for p in run.parts if p.ended and (index is None or p.index == index)]
+    if not held:
+        return run
+    parts, retired = run.parts, run.retired
+    for part in held:
+        _close(part, None, ts, run.parent_message_id, run.calls, out)
+        parts, retired = _without(parts, part.index), _replace(retired, part)
+    return _run(run, run.history, parts, retired=retired)
 
 
 def _close_run(run: RunState, ts: int, out: list[Record]) -> RunState:

@@ -70,7 +70,11 @@ class OpenPart(NamedTuple):
     JSON objects holds their merge, as compact JSON text, in
     ``object_args_json``. For a tool call, ``part_id`` is the id the Harness
     gave the call (``message_id`` is its id in the Run's events, which differs
-    when the Harness used the id before).
+    when the Harness used the id before). A text or thinking part the source
+    ended while a later part of its response streams (pydantic-ai ends a part
+    when the next one starts, and can still stream it afterwards) is
+    ``ended``: it takes deltas as before, and its END waits for the end of
+    its response.
     """
 
     index: int  # type: ignore[assignment]  # the field hides tuple.index, which nothing calls on a part
@@ -83,9 +87,12 @@ class OpenPart(NamedTuple):
     pending: str = ""
     object_args_json: str | None = None
     signature: str | None = None
+    ended: bool = False
 
     def __repr__(self) -> str:
         extra = "" if self.started else f", pending={len(self.pending)} chars"
+        if self.ended:
+            extra += ", ended"
         return f"OpenPart({self.index} {self.kind} {self.message_id!r}, streamed={self.streamed}{extra})"
 
 

@@ -461,6 +461,8 @@ def conversation_html(source: Any) -> str:
 def _part_line(p: OpenPart) -> str:
     name = f" {p.tool_name}" if p.kind == "tool_call" and p.tool_name else ""
     waiting = "" if p.started else f", name unknown, {len(p.pending)} chars held"
+    if p.ended:
+        waiting += ", ended (its END waits for the end of its response)"
     return f"{p.index} {p.kind}{name} [{p.message_id}] streamed {p.streamed} chars{waiting}"
 
 
