@@ -159,6 +159,11 @@ class _Run:
     catching: asyncio.Future[tuple[int, bytes]] | None = None  # a catch-up being taken
     caught: tuple[int, bytes] | None = None  # the last catch-up: (event id it covers, its frames)
 
+    @property
+    def named(self) -> str:
+        """The Run as its clients name it, for the messages they are sent: ``run 'r-1'`` (their run id)."""
+        return f"run {(self.run_id if self.wire is None else self.wire.wire_run_id)!r}"
+
 
 class RunSupervisor:
     """Drives Runs on one database (see the module comment) and serves their followers.
@@ -488,11 +493,11 @@ class RunSupervisor:
             if run.ended:
                 return
             if run.stopping:  # cancelled before its stream was read
-                await self._give_up(run, "harness_agui.cancelled", f"run {run.run_id!r} was cancelled")
+                await self._give_up(run, "harness_agui.cancelled", f"{run.named} was cancelled")
                 return
             if source is None and run.journal_end is None:  # bound, never journaled, and no Harness to ask
                 await self._give_up(run, "harness_agui.harness_lost",
-                                    f"run {run.run_id!r} was found without any item after a restart or a takeover, "
+                                    f"{run.named} was found without any item after a restart or a takeover, "
                                     "and there is no Harness to continue it (no reattach)")
                 return
             if source is None:
@@ -518,7 +523,7 @@ class RunSupervisor:
             log.exception("run %r: the run's driver failed", run.run_id)
             if not run.ended:
                 await self._give_up(run, "harness_agui.storage_failed",
-                                    f"run {run.run_id!r}: the database could not store the run: "
+                                    f"{run.named}: the database could not store the run: "
                                     f"{type(e).__name__}: {e}")
         finally:
             if ingest is not None:
@@ -647,19 +652,19 @@ class RunSupervisor:
             if end is not None:
                 if end.cancelled:
                     await self._give_up(run, "harness_agui.cancelled",
-                                        f"run {run.run_id!r} was cancelled: the server stopped reading its "
+                                        f"{run.named} was cancelled: the server stopped reading its "
                                         "Harness stream")
                 elif end.error is None and run.reattached and not end.items:
                     await self._give_up(run, "harness_agui.harness_lost",
-                                        f"run {run.run_id!r} was found unfinished after a restart or a takeover, "
+                                        f"{run.named} was found unfinished after a restart or a takeover, "
                                         "and its Harness had nothing more to send: the Harness Run was lost with "
                                         "its process")
                 elif end.error is None:
                     await self._give_up(run, "harness_agui.harness_ended",
-                                        f"the Harness stream of run {run.run_id!r} ended without the run's result")
+                                        f"the Harness stream of {run.named} ended without the run's result")
                 else:
                     await self._give_up(run, "harness_agui.harness_failed",
-                                        f"the Harness stream of run {run.run_id!r} failed: "
+                                        f"the Harness stream of {run.named} failed: "
                                         f"{type(end.error).__name__}: {end.error}")
                 return
 
@@ -763,7 +768,7 @@ class RunSupervisor:
                 raise
             log.error("run %r: the database refused a write: %s: %s", run.run_id, type(e).__name__, e)
             await self._give_up(run, "harness_agui.storage_failed",
-                                f"run {run.run_id!r}: the database could not store the run's items: "
+                                f"{run.named}: the database could not store the run's items: "
                                 f"{type(e).__name__}: {e}")
             return
         run.cursor = plan.cursor
@@ -808,7 +813,7 @@ class RunSupervisor:
         run.feed.reset(last)
         where = "its start" if cursor is None else f"position {cursor}"
         await self._give_up(run, "harness_agui.projection_failed",
-                            f"the projection of run {run.run_id!r} could not be rebuilt through {where}: "
+                            f"the projection of {run.named} could not be rebuilt through {where}: "
                             f"{type(error).__name__}: {error}")
 
     async def _check_resent(self, run: _Run, item: HarnessStreamEvent) -> str | None:
@@ -817,7 +822,7 @@ class RunSupervisor:
         try:
             written = await asyncio.to_thread(self.journal.append, item, root_run_id=run.run_id)
         except HistoryError as e:
-            return (f"run {run.run_id!r}: the Harness item at sequence {item.sequence} differs from the one stored: "
+            return (f"{run.named}: the Harness item at sequence {item.sequence} differs from the one stored: "
                     f"{type(e).__name__}: {e}")
         if written:  # the journal did not hold it after all: the driver's view is stale
             raise ProjectorConflictError(run_id=run.run_id, cursor=run.journal_end, found=None, reason=(

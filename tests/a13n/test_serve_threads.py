@@ -255,6 +255,11 @@ def test_an_approval_whose_run_was_killed_is_never_run_again_and_the_thread_goes
     assert "lost" in result and "not run again" in result, result
     assert events[-1]["type"] == "RUN_FINISHED", events[-1]  # type: ignore[index]
     assert again.executions() == 1
+    with httpx.Client(timeout=60) as client:  # the lost Run ended for its clients, named by their ids
+        followed = client.get(f"{again.base}/threads/{thread}/runs/{thread}-2/events")
+    lost = [json.loads(line[6:]) for line in followed.text.splitlines() if line.startswith("data: ")][-1]
+    assert (lost["type"], lost["code"]) == ("RUN_ERROR", "harness_agui.harness_lost"), lost
+    assert f"run '{thread}-2'" in lost["message"] and "run-" not in lost["message"].replace(f"{thread}-2", "")
     # The Thread goes on from there: a new question is answered, and the approval is spent for good.
     later = [*messages, {"id": "a-9", "role": "assistant", "content": "Not deployed."}, user("u-9", "Weather?")]
     status, events = post(again.base, request(thread, f"{thread}-4", later))
