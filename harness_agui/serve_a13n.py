@@ -117,6 +117,7 @@ __all__ = [
     "AGUI_MESSAGE_ID",
     "CLIENT_TOOLSET_ID",
     "CONTEXT_SOURCE_ID",
+    "MAX_CONTEXT_BYTES",
 ]
 
 AGUI_MESSAGE_ID = CLIENT_MESSAGE_ID
@@ -129,6 +130,11 @@ CLIENT_TOOLSET_ID = "ag-ui"
 
 CONTEXT_SOURCE_ID = "ag-ui.context"
 """The ``source_id`` of the context input a request's ``context`` becomes."""
+
+MAX_CONTEXT_BYTES = 2 * 1024 * 1024
+"""The largest ``context`` a request may carry, in UTF-8 bytes of the block the model is given (a13n-harness
+0.21 refuses a model context block over 2 MiB, and would fail the Run at its first model request): 422
+``context_too_large`` beyond it, before the Run starts."""
 
 _A13N_THREAD = re.compile(r"^(?:thread-[a-f0-9]{32}|[a-z][a-z0-9]*_[a-z0-9]+)$")  # HarnessState.thread_id's pattern
 _ECHO_ID = re.compile(r"^(?P<run>.+):input-\d+$")  # the id the projection gives a user message made of an input
@@ -658,10 +664,15 @@ class _ClientContext:
     def __init__(self, context: Sequence[Any], inner: Any) -> None:
         lib = _lib()
         entries = [{"description": c.description, "value": c.value} for c in context]
+        content = ('<client-context source="ag-ui">\n' + json.dumps(entries, ensure_ascii=False)
+                   + "\n</client-context>")
+        size = len(content.encode("utf-8", "surrogatepass"))
+        if entries and size > MAX_CONTEXT_BYTES:  # a13n-harness would fail the Run at its first model request
+            raise RunInputError("context_too_large", f"the request's context is {size} bytes as the model is "
+                                f"given it; at most {MAX_CONTEXT_BYTES} are taken", detail={"bytes": size})
         self._block = lib.ModelContextBlock(
             source_id=CONTEXT_SOURCE_ID, placement=lib.ModelContextPlacement.REQUEST_EPILOGUE,
-            content='<client-context source="ag-ui">\n' + json.dumps(entries, ensure_ascii=False)
-                    + "\n</client-context>") if entries else None
+            content=content) if entries else None
         self._inner = inner
         self._sent = False
 
@@ -790,6 +801,7 @@ class A13nRunner:
         except lib.HarnessError as e:
             raise RunInputError(getattr(e, "code", None) or "refused",
                                 f"a13n-harness refuses the run: {e}") from None
+
         return A13nRun(stream, wire_thread_id=run_input.thread_id, wire_run_id=run_input.run_id,
                        message_ids=turn.message_ids)
 
@@ -806,12 +818,19 @@ class A13nRunner:
                     detail={"tools": [t.name for t in run_input.tools]})
             toolsets = _client_toolsets(run_input)
         context = _ClientContext(run_input.context or (), None if bindings is None else bindings.model_context)
-        if bindings is None:
-            return lib.RunBindings.embedded(client_toolsets=toolsets, model_context=context)
         changes: dict[str, Any] = {"model_context": context}
         if toolsets is not None:
             changes["client_toolsets"] = toolsets
-        return dataclasses.replace(bindings, **changes)
+        try:
+            if bindings is None:
+                return lib.RunBindings.embedded(**changes)
+            return dataclasses.replace(bindings, **changes)
+        except ValueError as e:
+            if toolsets is None:
+                raise
+            # a13n-harness checks the client's toolsets as the bindings are made (how many, unique names)
+            raise RunInputError("bad_tool", f"a13n-harness refuses the request's tools: {e}",
+                                detail={"tools": len(run_input.tools or ())}) from None
 
     async def reattach(self, thread_id: str, run_id: str, after: int | None) -> AsyncIterator[HarnessStreamEvent]:
         """The server's ``reattach`` for a Run found unfinished at start-up: an a13n Run lives in the

@@ -510,3 +510,21 @@ def test_a_file_of_an_earlier_release_gets_the_thread_indexes_when_opened_for_wr
         plan = " ".join(str(r) for r in conn.execute(
             "EXPLAIN QUERY PLAN SELECT * FROM harness_wire_runs WHERE wire_thread_id = 't-1'"))
     assert "harness_wire_runs_wire_thread" in plan
+
+
+def test_a_runner_that_yields_something_else_than_a_source_item_ends_its_run_with_source_refused(
+        tmp_path: Path) -> None:
+    async def harness(run_input: RunAgentInput) -> AsyncIterator[Any]:
+        items = counted(run_input.thread_id, run_input.run_id)
+        yield items[0]
+        yield {"type": "text", "content": "a dict, not an item"}
+
+    server = AguiServer(harness, database=tmp_path / "host.db", synchronous="NORMAL")
+
+    async def scenario() -> str:
+        async with serving(server) as base, httpx.AsyncClient(timeout=30) as client:
+            return (await client.post(f"{base}/runs", json=body("t-1", "r-1"))).text
+
+    last = sse(run(scenario()))[-1]
+    assert (last["type"], last["code"]) == ("RUN_ERROR", "harness_agui.source_refused"), last
+    assert "yielded a dict, not a source item" in last["message"]

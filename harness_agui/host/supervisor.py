@@ -71,7 +71,7 @@ from ..core.errors import AfterTerminalError, HistoryError, SequenceOrderError
 from ..core.history import StreamCursor, advance_stream
 from ..core.observer import HarnessAguiObserver
 from ..core.reduce import Processor
-from ..core.source import HarnessStreamEvent
+from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
 from ..wire.agui import SSE_KEEPALIVE, agui_to_json, sse_frame
 from ..wire.codec import encode
 from .batch import BatchWriter, GroupCommit
@@ -132,6 +132,9 @@ class _End:
     error: BaseException | None = None
     cancelled: bool = False
     items: int = 0
+
+
+_SOURCE_ITEMS = (HarnessEvent, HarnessRunResultEvent)
 
 
 @attrs.define(eq=False)
@@ -702,6 +705,10 @@ class RunSupervisor:
         resent: HarnessStreamEvent | None = None
         taken = 0
         for item in items:
+            if type(item) not in _SOURCE_ITEMS:  # the Harness's fault, not the database's
+                failure = ("harness_agui.source_refused", f"{run.named}: the Harness yielded a "
+                                                          f"{type(item).__name__}, not a source item")
+                break
             try:
                 after = advance_stream(cursor, item)
             except HistoryError as e:

@@ -49,9 +49,10 @@ from harness_agui.core.source import (  # noqa: E402
     ToolResultEvent,
 )
 from harness_agui.host import SqliteDeliveryLog, SqliteSourceJournal, project_run  # noqa: E402
-from harness_agui.serve_a13n import (  # noqa: E402
+from harness_agui.serve_a13n import (
     AGUI_MESSAGE_ID,
     CONTEXT_SOURCE_ID,
+    MAX_CONTEXT_BYTES,  # noqa: E402
     A13nRequest,
     A13nRun,
     A13nRunner,
@@ -534,6 +535,21 @@ def test_an_agent_without_client_tools_refuses_a_request_that_offers_some(host_f
     bad = host_for(tooled).refused(body(str(uuid.uuid4()), "r-1", [user("u-1", "hi")], tools=[
         {"name": "has spaces", "description": "x"}]))
     assert bad.code == "bad_tool"
+
+
+def test_requests_a13n_harness_would_fail_later_are_refused_with_422_before_the_run_starts(host_for) -> None:
+    agent, model = scripted(client_tools=True)
+    host = host_for(agent)
+    many = [{"name": f"tool_{n}", "description": "x"} for n in range(12_000)]
+    refused = host.refused(body(str(uuid.uuid4()), "r-1", [user("u-1", "hi")], tools=many))
+    assert (refused.status, refused.code) == (422, "bad_tool") and "too many client tools" in refused.message
+    big = [{"description": "notes", "value": "x" * 12_000_000}]
+    refused = host.refused(body(str(uuid.uuid4()), "r-2", [user("u-1", "hi")], context=big))
+    assert (refused.status, refused.code) == (422, "context_too_large")
+    fits = [{"description": "notes", "value": "x" * (MAX_CONTEXT_BYTES - 1000)}]
+    assert host.post(body(str(uuid.uuid4()), "r-3", [user("u-1", "hi")], context=fits)).terminal.result.status == (
+        "completed")
+    assert len(model.requests) == 1  # only the last request reached the model
 
 
 # -- context, forwardedProps and the configure hook ------------------------------------------------
