@@ -208,7 +208,7 @@ def _replay(args: argparse.Namespace, out: TextIO, err: TextIO | None) -> int:
 
     try:
         if args.format == "pretty":
-            for block in iter_conversation(events()):
+            for block in iter_conversation(events(), notices=args.notices):
                 progress.before_output()
                 out.write(escape_terminal(block, multiline=True) + "\n\n")
         else:
@@ -676,6 +676,9 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--format", choices=("jsonl", "sse", "pretty"), default="jsonl",
                         help="jsonl: one AG-UI event per line (default); sse: Server-Sent Events frames; "
                              "pretty: a readable conversation")
+    replay.add_argument("--notices", action="store_true",
+                        help="with --format pretty: show the Harness's own notices too (its harness.* CUSTOM "
+                             "events that are no input), which the conversation leaves out by default")
     check = sub.add_parser(
         "check", help="report gaps, duplicates, disorder and bad lines of each run in a journal",
         description="Report, per run in a source journal: items, gaps in sequence, duplicates, out-of-order items, "

@@ -115,6 +115,7 @@ from .host.stores import is_postgres_url, open_stores, stores_of
 from .host.supervisor import FAILURE_CODES, Reattach, RunSupervisor
 from .wire.agui import sse_retry
 from .wire.held import HeldByClient
+from .wire.notices import CustomFilter
 
 if TYPE_CHECKING:
     from .host.postgres import PostgresLeases
@@ -159,7 +160,7 @@ _SERVER_OPTIONS = frozenset(("database", "journal", "deliveries", "synchronous",
                              "events_path", "run_path", "health_path", "keepalive", "retry", "poll_interval",
                              "recover", "catch_up_after", "lease_ttl", "group_commit", "max_followers", "authorize",
                              "cors_origins", "cors_headers", "cors_credentials", "cancel_on_disconnect",
-                             "max_body_bytes", "show_hidden", "max_event_bytes"))
+                             "max_body_bytes", "show_hidden", "max_event_bytes", "notices"))
 _KNOWN_CACHE = 4096  # bindings kept in memory (they never change)
 
 
@@ -247,7 +248,10 @@ class AguiServer:
     another when its server dies (``lease_ttl``: how long a Run's lease lasts unrenewed, so how long
     a hung server keeps its Runs). ``processor`` is the projection's processor; ``show_hidden`` and
     ``max_event_bytes`` are the observer's (what the Harness marks model-only stays off the wire
-    unless ``show_hidden``). ``reattach`` (see ``Reattach``; default: the runner's own ``reattach``,
+    unless ``show_hidden``). ``notices`` names the CUSTOM events (the Harness's ``harness.*`` notices)
+    the streams carry, an entry ending in ``.`` naming every event it begins (``"harness.input."``);
+    None (the default) carries them all, ``()`` none; the delivery log keeps them all either way.
+    ``reattach`` (see ``Reattach``; default: the runner's own ``reattach``,
     if it has one) lets start-up recovery and takeover reconnect unfinished Runs to their Harness.
     ``group_commit`` (``host.batch.GroupCommit``) sets how writes are batched into transactions.
 
@@ -291,7 +295,8 @@ class AguiServer:
                  authorize: Authorize | None = None, cors_origins: Collection[str] | None = None,
                  cors_headers: Collection[str] = (), cors_credentials: bool = False,
                  cancel_on_disconnect: bool = False, max_body_bytes: int = MAX_BODY_BYTES,
-                 show_hidden: bool = False, max_event_bytes: int | None = MAX_EVENT_BYTES) -> None:
+                 show_hidden: bool = False, max_event_bytes: int | None = MAX_EVENT_BYTES,
+                 notices: Collection[str] | None = None) -> None:
         self._runner = as_runner(runner)
         if reattach is None:
             reattach = getattr(self._runner, "reattach", None)
@@ -308,6 +313,7 @@ class AguiServer:
         if cors_credentials and cors_origins is not None and "*" in cors_origins:
             raise ValueError('cors_credentials=True needs the origins listed: with cors_origins=["*"] any site '
                              "could make requests with the user's credentials (the CORS standard forbids it)")
+        self._notices = None if notices is None else CustomFilter(notices)
         observer_options: dict[str, Any] = {"show_hidden": show_hidden, "max_event_bytes": max_event_bytes}
         leases: PostgresLeases | None = None
         if database is not None:
@@ -717,13 +723,16 @@ class AguiServer:
     async def _frames(self, frames: AsyncIterator[bytes], on_disconnect: Callable[[], object] | None,
                       held: HeldByClient | None = None) -> AsyncIterator[bytes]:
         ended = False
+        notices = self._notices
         try:
             yield self._retry
             async for chunk in frames:
+                if notices is not None:
+                    chunk = notices(chunk)
                 if held is not None and held.active:
                     chunk = held(chunk)
-                    if not chunk:
-                        continue
+                if not chunk:
+                    continue
                 yield chunk
             ended = True
         finally:

@@ -36,7 +36,7 @@ def assert_fits(text: str, width: int = 100) -> None:
 
 
 def test_the_demo_run_reads_as_a_conversation_in_order() -> None:
-    text = view(simulated_run())
+    text = view(simulated_run(), notices=True)
     expected_in_order = [
         "== run run-demo (thread thread-demo), times in UTC ==",
         "09:00:00.000  user\n  Will I need an umbrella in Lyon tomorrow? Also convert 12 C to Fahrenheit.",
@@ -122,7 +122,7 @@ def test_media_input_and_metadata_are_shown_as_json() -> None:
 
 
 def test_an_oversized_custom_event_is_joined_before_it_is_shown() -> None:
-    text = view(SourceBuilder().observation("big", {"blob": "z" * 100_000}).completed(None).items)
+    text = view(SourceBuilder().observation("big", {"blob": "z" * 100_000}).completed(None).items, notices=True)
     assert text.count("- observation big: ") == 1
     assert "fragment" not in text
 
@@ -159,7 +159,8 @@ def test_a_word_longer_than_a_line_is_split() -> None:
 
 
 def test_events_the_view_does_not_know_get_a_one_line_note() -> None:
-    text = render_conversation([StepStartedEvent(step_name="plan"), CustomEvent(name="app.ping", value=[1])])
+    text = render_conversation([StepStartedEvent(step_name="plan"), CustomEvent(name="app.ping", value=[1])],
+                               notices=True)
     # The note carries the event's fields, as the HTML view always showed them (it used to say only
     # "- STEP_STARTED event"); an event without fields still reads "- <TYPE> event".
     assert '- STEP_STARTED: {"stepName": "plan"}' in text

@@ -122,7 +122,7 @@ def _suspended_run() -> list[Any]:
 
 
 def test_conversation_html_is_well_formed_and_shows_the_whole_run() -> None:
-    page = _well_formed(conversation_html(_state(simulated_run())))
+    page = _well_formed(conversation_html(_state(simulated_run()), notices=True))
     text = page.text
     assert "Will I need an umbrella in Lyon tomorrow?" in text
     for expected in ("get_forecast", "call-forecast-1", '"city": "Lyon"', "upstream timeout", "result: failed",
@@ -226,7 +226,7 @@ def test_an_oversized_custom_value_is_shown_once_joined() -> None:
     state = _state(SourceBuilder("t", "r").observation("huge", big).items)
     fragments = [r for r in state.events if event_type(r) == "CUSTOM"]
     assert len(fragments) > 1
-    page = _well_formed(conversation_html(state))
+    page = _well_formed(conversation_html(state, notices=True))
     assert page.text.count("observation huge") == 1
 
 

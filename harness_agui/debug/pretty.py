@@ -62,21 +62,24 @@ _MIN_INNER = 12  # the narrowest block a gutter may leave
 
 
 def render_conversation(events: Iterable[BaseEvent], *, width: int = WIDTH,
-                        max_value_lines: int | None = 40) -> str:
-    """The whole conversation of a projection as plain text.
+                        max_value_lines: int | None = 40, notices: bool = False) -> str:
+    """The whole conversation of a projection as plain text, as a person reads
+    it: the Harness's own notices (its ``harness.*`` CUSTOM events that are no
+    input: observations, extensions, native events) are left out unless
+    ``notices``.
 
     ``events`` are AG-UI events as the observer returns them (a snapshot, a
     list, any iterable). The text ends with a newline and no line is wider
     than ``width`` columns. Raises ValueError for a ``width`` below 20 or a
     ``max_value_lines`` below 1; events it does not recognise get a one-line
-    note, never an error.
+    note (shown with the notices), never an error.
     """
-    blocks = iter_conversation(events, width=width, max_value_lines=max_value_lines)
+    blocks = iter_conversation(events, width=width, max_value_lines=max_value_lines, notices=notices)
     return "".join(block + "\n\n" for block in blocks).rstrip("\n") + "\n"
 
 
 def iter_conversation(events: Iterable[BaseEvent], *, width: int = WIDTH,
-                      max_value_lines: int | None = 40) -> Iterator[str]:
+                      max_value_lines: int | None = 40, notices: bool = False) -> Iterator[str]:
     """Yield the blocks of the conversation view (each one or more lines,
     without a trailing newline) as soon as each is complete. Raises as
     ``render_conversation`` does."""
@@ -84,7 +87,7 @@ def iter_conversation(events: Iterable[BaseEvent], *, width: int = WIDTH,
         raise ValueError(f"width must be an int of at least {_MIN_WIDTH}, got {width!r}")
     if max_value_lines is not None and (not isinstance(max_value_lines, int) or max_value_lines < 1):
         raise ValueError(f"max_value_lines must be a positive int or None, got {max_value_lines!r}")
-    renderer = _Renderer(width, max_value_lines)
+    renderer = _Renderer(width, max_value_lines, notices)
     for event in events:
         yield from renderer.feed(event)
     yield from renderer.close()
@@ -146,9 +149,10 @@ def _tokens(usage: tuple[TokenUsage, ...]) -> list[str]:
 # -- the renderer ----------------------------------------------------------------------------
 
 class _Renderer:
-    def __init__(self, width: int, max_value_lines: int | None) -> None:
+    def __init__(self, width: int, max_value_lines: int | None, notices: bool = True) -> None:
         self.width = width
         self.max_lines = max_value_lines
+        self.notices = notices
         self.conv = EMPTY_CONVERSATION
         self.entries = self.conv.entries  # the conversation's entries, with what streamed so far
         self.pending: set[int] = set()  # positions of entries not printed yet
@@ -164,6 +168,9 @@ class _Renderer:
         for pos in sorted(self.pending.union(range(known, len(entries)))):
             entry = entries[pos]
             if isinstance(entry, Message) and entry.holder:  # holds tool calls, drawn on their own
+                continue
+            if isinstance(entry, Notice) and not self.notices:  # the Harness's bookkeeping, not the turn
+                self.pending.discard(pos)
                 continue
             if isinstance(entry, Outcome):
                 out += self.flush()

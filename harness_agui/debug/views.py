@@ -267,13 +267,14 @@ def _interrupt_line(i: Interrupt) -> str:
 
 # -- conversation as text ---------------------------------------------------------------
 
-def conversation_text(source: Any, width: int = WIDTH) -> str:
+def conversation_text(source: Any, width: int = WIDTH, *, notices: bool = False) -> str:
     """The projection as a plain-text conversation (``harness_agui.pretty``),
-    every line at most ``width`` columns. ``source`` is a ProjectionState, an
-    observer, or an iterable of AG-UI events (a snapshot, a step's events).
-    Raises ValueError for a ``width`` below 20 and TypeError for a
-    ``source`` that is not iterable."""
-    return render_conversation(_events_of(source), width=width).rstrip("\n")
+    every line at most ``width`` columns, the Harness's own notices left out
+    unless ``notices``. ``source`` is a ProjectionState, an observer, or an
+    iterable of AG-UI events (a snapshot, a step's events). Raises ValueError
+    for a ``width`` below 20 and TypeError for a ``source`` that is not
+    iterable."""
+    return render_conversation(_events_of(source), width=width, notices=notices).rstrip("\n")
 
 
 # -- HTML ------------------------------------------------------------------------------------
@@ -397,7 +398,7 @@ def _entry_html(e: object, results: dict[str, ToolResult], inner: str = "") -> s
     return f'<div class="muted">{_e(repr(e))}</div>'
 
 
-def _conversation_body(conv: Conversation) -> str:
+def _conversation_body(conv: Conversation, notices: bool = True) -> str:
     # A result is drawn under its call when the call came first; any other result gets a row of its own.
     results: dict[str, ToolResult] = {}
     under_call: set[int] = set()
@@ -415,6 +416,8 @@ def _conversation_body(conv: Conversation) -> str:
     scopes: dict[str | None, list[int]] = {}
     for pos, e in enumerate(entries):
         if isinstance(e, Message) and e.holder:  # holds tool calls, which are drawn on their own
+            continue
+        if isinstance(e, Notice) and not notices:  # the Harness's bookkeeping, not the turn
             continue
         owner = owner_of(e)
         scopes.setdefault(owner if owner is None or conv.subagent(owner) is not None else None, []).append(pos)
@@ -449,11 +452,12 @@ def _conversation_body(conv: Conversation) -> str:
     return "".join(out)
 
 
-def conversation_html(source: Any) -> str:
+def conversation_html(source: Any, *, notices: bool = False) -> str:
     """The projection as an HTML conversation: inputs, reasoning (collapsed),
-    assistant text, tool calls with args and results, and the outcome.
-    Takes what ``conversation_text`` takes; all Run text is escaped."""
-    return _frame(_conversation_body(_conversation_of(source)))
+    assistant text, tool calls with args and results, and the outcome; the
+    Harness's own notices only with ``notices``. Takes what
+    ``conversation_text`` takes; all Run text is escaped."""
+    return _frame(_conversation_body(_conversation_of(source), notices))
 
 
 # -- states ----------------------------------------------------------------------------------
