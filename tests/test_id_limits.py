@@ -126,6 +126,12 @@ def test_an_id_at_the_limit_is_accepted_and_one_longer_is_refused_naming_the_fie
                 make(**args) if make is cls else make(*args.values())
 
 
+def test_every_wire_id_the_server_takes_is_an_id_the_source_model_takes() -> None:
+    # A served Run may be journaled under its wire ids (host.bindings.WireRun.same).
+    serve = pytest.importorskip("harness_agui.serve")
+    assert serve.MAX_ID_LENGTH <= getattr(source, "MAX_SOURCE_ID_LENGTH", 0)
+
+
 def test_a_host_kit_client_id_is_bounded_like_a_source_id() -> None:
     assert ProjectionOptions(client_run_id="r" * LIMIT).client_run_id == "r" * LIMIT
     for name in ("client_thread_id", "client_run_id"):
