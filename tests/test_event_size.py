@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness_agui import HarnessAguiObserver, assemble_custom
-from harness_agui.core.state import MAX_EVENT_BYTES
+from harness_agui.core.state import MAX_EVENT_BYTES, MIN_EVENT_BYTES
 from harness_agui.testing import SourceBuilder, complete_histories, delegating_histories, live_histories
 from harness_agui.wire.agui import agui_to_json
 
@@ -105,15 +105,16 @@ def test_a_large_run_result_and_error_message_have_stand_ins() -> None:
 
 
 def test_a_suspended_run_whose_interrupts_outgrow_the_limit_still_finishes_with_their_ids() -> None:
-    # Found by the property below: at 1024 bytes, two approvals' interrupts (message, schema, metadata)
-    # outgrew the limit and the stand-in kept them whole, so none was sent and the run never finished.
-    b = SourceBuilder().observation("n", None).suspended(("call-1", "lookup", None), ("call-2", "write", None))
-    events = _check(b.items, 1024)
+    # Found by the property below: at 1024 bytes (the least limit then), two approvals' interrupts (message,
+    # schema, metadata) outgrew the limit and the stand-in kept them whole, so none was sent and the run never
+    # finished. At the least limit now (MIN_EVENT_BYTES) it takes more approvals.
+    approvals = [(f"call-{i}", "lookup", None) for i in range(60)]
+    b = SourceBuilder().observation("n", None).suspended(*approvals)
+    events = _check(b.items, MIN_EVENT_BYTES)
     last = _wire(events)[-1]
     assert last["type"] == "RUN_FINISHED" and last["outcome"]["type"] == "interrupt"
     assert last["outcome"]["interrupts"] == [
-        {"id": "call-1:approval", "reason": "tool_approval", "toolCallId": "call-1"},
-        {"id": "call-2:approval", "reason": "tool_approval", "toolCallId": "call-2"}]
+        {"id": f"call-{i}:approval", "reason": "tool_approval", "toolCallId": f"call-{i}"} for i in range(60)]
     _valid(events)
 
 
@@ -132,15 +133,18 @@ def test_without_a_limit_nothing_is_cut() -> None:
 
 
 def test_a_limit_below_what_any_event_needs_is_refused() -> None:
-    with pytest.raises(ValueError, match="at least 1024"):
+    with pytest.raises(ValueError, match=f"at least {MIN_EVENT_BYTES}"):
         HarnessAguiObserver(max_event_bytes=100)
+    with pytest.raises(ValueError, match=f"at least {MIN_EVENT_BYTES}"):
+        HarnessAguiObserver(max_event_bytes=MIN_EVENT_BYTES - 1)
+    assert HarnessAguiObserver(max_event_bytes=MIN_EVENT_BYTES).options.max_event_bytes == MIN_EVENT_BYTES
     with pytest.raises(TypeError):
         HarnessAguiObserver(max_event_bytes="64k")  # type: ignore[arg-type]
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.one_of(complete_histories(), live_histories(), delegating_histories()),
-       st.sampled_from([1024, 4096, 65536]))
+       st.sampled_from([MIN_EVENT_BYTES, 65536]))
 def test_no_event_of_any_run_exceeds_the_limit_and_assembly_restores_the_unlimited_projection(
         items: list[Any], limit: int) -> None:
     events = _check(items, limit)

@@ -1,10 +1,10 @@
 # The builders of core._fast_source are the constructors of the source model
 # by another road: for every declared class, a generated value is rebuilt
 # equal by its builder, and any field replaced by an odd value (a wrong type,
-# a blank name, an out-of-range count, a lone surrogate, JSON too deep, a
-# naive datetime, a zone to relabel) gives the builder exactly the outcome of
-# the constructor: the same equal value, or the same exception with the same
-# message.
+# a blank name, an id at and past its length limit, an out-of-range count, a
+# lone surrogate, JSON too deep, a naive datetime, a zone to relabel) gives
+# the builder exactly the outcome of the constructor: the same equal value,
+# or the same exception with the same message.
 
 from __future__ import annotations
 
@@ -44,7 +44,8 @@ def _deep(depth: int) -> Any:
 
 ODD_VALUES: list[Any] = [
     None, True, False, 0, -1, 7, 2**53, 2**64, 1.5, math.nan, "", " ", "\t", "x", "caf\u00e9", "bad \ud800",
-    "success", "completed", b"", b"\xff\x00", bytearray(b"x"), (), ("x",), [], [1], {}, {"k": "v"}, {1: "one"},
+    "success", "completed", "i" * 512, "i" * 513, " " * 513,
+    b"", b"\xff\x00", bytearray(b"x"), (), ("x",), [], [1], {}, {"k": "v"}, {1: "one"},
     {"deep": _deep(300)}, object(), datetime(2026, 1, 1), datetime(2026, 1, 1, tzinfo=UTC),
     datetime(2026, 1, 1, tzinfo=ZoneInfo("Europe/Paris")), datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=1))),
     TextPart(content="hi"), TextPartDelta(content_delta="h"), ObservationEvent(name="n"),

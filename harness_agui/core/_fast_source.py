@@ -13,10 +13,10 @@
 #
 #   - each field's kind (``core.fields``) gives a quick test that is true
 #     only for values its check accepts (an ASCII ``str`` for a name that is
-#     not blank, an ``int`` in range, ``None`` where None is allowed, an
-#     exact member class of a union); only when the quick test fails is the
-#     field's own attrs validator called, with the same arguments attrs would
-#     give it, so every error is the constructor's own;
+#     neither blank nor too long, an ``int`` in range, ``None`` where None is
+#     allowed, an exact member class of a union); only when the quick test
+#     fails is the field's own attrs validator called, with the same
+#     arguments attrs would give it, so every error is the constructor's own;
 #   - converters and ``__attrs_post_init__`` run as attrs runs them;
 #   - the instance is made with ``object.__new__`` and its slots filled
 #     through their descriptors, which is what attrs' __init__ ends up doing.
@@ -37,7 +37,7 @@ from typing import Any
 
 import attrs
 
-from .fields import MAX_JSON_INT, FieldSpec, field_spec
+from .fields import MAX_JSON_INT, MAX_SOURCE_ID_LENGTH, FieldSpec, field_spec
 
 __all__ = ["builder", "construction"]
 
@@ -45,7 +45,9 @@ __all__ = ["builder", "construction"]
 # names the field's own constant (its choices, its class, its union's classes).
 _QUICK: dict[str, str] = {
     "text": "type({v}) is str and {v}.isascii()",
-    "name": "type({v}) is str and {v}.isascii() and {v} != '' and not {v}.isspace()",
+    "name": f"type({{v}}) is str and {{v}}.isascii() and {{v}} != '' and len({{v}}) <= {MAX_SOURCE_ID_LENGTH} "
+            "and not {v}.isspace()",
+    "id_text": f"type({{v}}) is str and {{v}}.isascii() and len({{v}}) <= {MAX_SOURCE_ID_LENGTH}",
     "index": "type({v}) is int and {v} >= 0",
     "count": f"type({{v}}) is int and 0 <= {{v}} <= {MAX_JSON_INT}",
     "bool": "({v} is True or {v} is False)",

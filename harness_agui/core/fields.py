@@ -70,6 +70,8 @@ __all__ = [
     "tuple_of",
     "union",
     "MAX_JSON_INT",
+    "MAX_SOURCE_ID_LENGTH",
+    "ID_TEXT",
     "type_error",
 ]
 
@@ -96,6 +98,14 @@ WireKind = Literal[
 
 MAX_JSON_INT = 2**53 - 1
 """The largest integer every JSON reader keeps exactly (AG-UI's bound for counts)."""
+
+MAX_SOURCE_ID_LENGTH = 512
+"""The longest id or name a source value holds, in characters: every ``NAME`` and ``ID_TEXT`` field (a
+thread, run, message, part, tool call or input id, a vocabulary's word). A real id is 36 to 40 characters;
+this is what the server takes for a wire id (``serve.MAX_ID_LENGTH``), since a Run may be journaled under
+its wire ids. An id is repeated in every fragment or delta an event is cut into, so the limit is what lets
+``ProjectionOptions.max_event_bytes`` (at least ``core.state.MIN_EVENT_BYTES``) hold any event of any
+item the source model accepts."""
 
 Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
 
@@ -226,8 +236,18 @@ def _text(inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
         check_text(value, _where(inst, attr))
 
 
+def _id_text(inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
+    if type(value) is not str and not isinstance(value, str):
+        raise type_error(inst, attr, value, "str")
+    if len(value) > MAX_SOURCE_ID_LENGTH:  # before the text check, which reads the whole string
+        raise ValueError(f"{_where(inst, attr)} is {len(value)} characters long; an id or name may have at most "
+                         f"{MAX_SOURCE_ID_LENGTH}")
+    if not value.isascii():
+        check_text(value, _where(inst, attr))
+
+
 def _name(inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
-    _text(inst, attr, value)
+    _id_text(inst, attr, value)
     if not value.strip():
         raise ValueError(f"{_where(inst, attr)} must not be blank")
 
@@ -367,7 +387,9 @@ def _tuple_check(cls: type) -> Validator:
 TEXT = Kind("text", "str", _text)
 """Any text (valid Unicode: no lone surrogate)."""
 NAME = Kind("name", "str", _name)
-"""Non-blank text: an id, a name, a vocabulary's word."""
+"""Non-blank text of at most MAX_SOURCE_ID_LENGTH characters: an id, a name, a vocabulary's word."""
+ID_TEXT = Kind("id_text", "str", _id_text)
+"""Text of at most MAX_SOURCE_ID_LENGTH characters, blank allowed: an id a provider or capability may leave empty."""
 DECIMAL = Kind("decimal", "str", _decimal)
 """A finite decimal number written as text ("0.0125"), kept exactly."""
 INDEX = Kind("index", "int", _index)

@@ -33,6 +33,14 @@
 # the lengths of its values (6 bytes a character is the most JSON escaping
 # takes, plus the fields), and measure exactly only an event that might not
 # fit: a token costs a few comparisons.
+#
+# Each piece repeats the ids of what it is cut from (a delta its message or
+# call id, a fragment the item's Thread and Run ids and its CUSTOM name, both
+# their subagent Run id), so the room left for content is the limit less
+# those. The source model bounds ids and names (``MAX_SOURCE_ID_LENGTH``) and
+# the options bound the limit from below (``MIN_EVENT_BYTES``) so that room is
+# always some kilobytes; were it ever too small to hold one character,
+# ``fit`` raises rather than emit pieces over the limit, one character each.
 
 from __future__ import annotations
 
@@ -80,7 +88,9 @@ def fits(records: list[Record], limit: int | None) -> bool:
 def fit(records: list[Record], item: HarnessStreamEvent, limit: int) -> list[Record]:
     """``records`` (one item's, processed) with every event larger than
     ``limit`` bytes cut as this module's comment says; the same list when all
-    fit."""
+    fit. Raises ValueError when the fields an event's pieces repeat (ids,
+    names) leave ``limit`` no room for content: never for an item the source
+    model accepts under a limit of at least ``state.MIN_EVENT_BYTES``."""
     if fits(records, limit):
         return records
     out: list[Record] = []
@@ -111,9 +121,17 @@ def _text_size(text: str) -> int:
     return len(_esc(text).encode("utf-8", "surrogatepass"))
 
 
+_PIECE = 8  # bytes of the shortest JSON string that holds any one character: its quotes and a six-byte escape
+
+
 def _slices(text: str, budget: int) -> list[str]:
     """``text`` cut into consecutive pieces whose JSON strings each take at
-    most ``budget`` bytes."""
+    most ``budget`` bytes. Raises ValueError if ``budget`` cannot hold any
+    one character: the fields a piece repeats left no room (a limit below
+    MIN_EVENT_BYTES, or ids longer than the source model takes), and pieces
+    of one character each would all be too large."""
+    if budget < _PIECE:
+        raise ValueError(f"no room for content: the fields each piece repeats leave {budget} bytes of the limit")
     out: list[str] = []
     at = 0
     while at < len(text):

@@ -45,12 +45,18 @@
 # that anything a constructor accepts can be projected, serialised, written
 # to a journal and stored: text is valid Unicode (no lone
 # surrogate) and JSON values obey ``_json.check_json`` (nesting depth,
-# integer length); a ``sequence`` lies in 0..MAX_SEQUENCE (2**53 - 1, what
-# every JSON reader and SQLite's INTEGER keep exactly); ``occurred_at`` is an
-# instant that exists in UTC, so that converting it to UTC or to epoch
-# milliseconds cannot overflow. A value with a named zone (say a ZoneInfo) is
-# kept as the same wall time at its fixed UTC offset; that conversion only
-# relabels the zone and cannot overflow either.
+# integer length); an id or a name (every ``NAME`` and ``ID_TEXT`` field:
+# thread, run, part, tool call, input and enqueue ids, and the words of the
+# open vocabularies that CUSTOM names are made of) has at most
+# MAX_SOURCE_ID_LENGTH (512) characters, because every fragment or delta an
+# event is cut into repeats its ids and its name, and ``core.state``'s
+# MIN_EVENT_BYTES leaves room for them; a ``sequence`` lies in
+# 0..MAX_SEQUENCE (2**53 - 1, what every JSON reader and SQLite's INTEGER
+# keep exactly); ``occurred_at`` is an instant that exists in UTC, so that
+# converting it to UTC or to epoch milliseconds cannot overflow. A value with
+# a named zone (say a ZoneInfo) is kept as the same wall time at its fixed
+# UTC offset; that conversion only relabels the zone and cannot overflow
+# either.
 
 from __future__ import annotations
 
@@ -69,10 +75,12 @@ from .fields import (
     COUNT,
     COUNTS,
     DECIMAL,
+    ID_TEXT,
     INDEX,
     INSTANT,
     JSON_VALUE,
     MAX_JSON_INT,
+    MAX_SOURCE_ID_LENGTH,
     NAME,
     OBJECT,
     TEXT,
@@ -135,6 +143,7 @@ __all__ = [
     "PART_KINDS",
     "MAX_JSON_INT",
     "MAX_SEQUENCE",
+    "MAX_SOURCE_ID_LENGTH",
     "describe_wrong_item",
 ]
 
@@ -180,7 +189,7 @@ class BinaryContent:
     data: bytes = attrs.field(**BYTES())
     media_type: str = attrs.field(**NAME(known=("image/png", "image/jpeg", "audio/wav", "application/pdf",
                                                 "text/plain", "application/octet-stream")))
-    identifier: str | None = attrs.field(default=None, **TEXT(optional=True))
+    identifier: str | None = attrs.field(default=None, **ID_TEXT(optional=True))
     vendor_metadata: dict[str, JSON] | None = attrs.field(default=None, **OBJECT(optional=True))
 
     @property
@@ -275,7 +284,7 @@ class ToolCallPart:
     args: str | dict[str, JSON] | None = attrs.field(**ARGS(may_omit=True, v1=True))
     tool_call_id: str = attrs.field(**NAME(v1=True))
     tool_kind: str | None = attrs.field(default=None, **TEXT(optional=True))
-    id: str | None = attrs.field(default=None, **TEXT(optional=True))
+    id: str | None = attrs.field(default=None, **ID_TEXT(optional=True))
     provider_name: str | None = attrs.field(default=None, **TEXT(optional=True))
     provider_details: dict[str, JSON] | None = attrs.field(default=None, **OBJECT(optional=True))
     builtin: bool = attrs.field(default=False, **BOOL())
@@ -304,7 +313,7 @@ class FilePart:
     """A file the model produced (it gets a part start and no end)."""
 
     content: BinaryContent = attrs.field(**nested(BinaryContent)())
-    id: str | None = attrs.field(default=None, **TEXT(optional=True))
+    id: str | None = attrs.field(default=None, **ID_TEXT(optional=True))
     provider_name: str | None = attrs.field(default=None, **TEXT(optional=True))
     provider_details: dict[str, JSON] | None = attrs.field(default=None, **OBJECT(optional=True))
 
@@ -482,8 +491,8 @@ class InputEvent:
     source: str = attrs.field(**NAME(known=INPUT_SOURCES, v1=INPUT_SOURCES))
     content: str | dict[str, JSON] = attrs.field(**TEXT_OR_OBJECT(v1=True))
     metadata: dict[str, JSON] | None = attrs.field(default=None, **OBJECT(optional=True, v1=True))
-    capability_id: str | None = attrs.field(default=None, **TEXT(optional=True))
-    tool_call_id: str | None = attrs.field(default=None, **TEXT(optional=True))
+    capability_id: str | None = attrs.field(default=None, **ID_TEXT(optional=True))
+    tool_call_id: str | None = attrs.field(default=None, **ID_TEXT(optional=True))
     tool_name: str | None = attrs.field(default=None, **TEXT(optional=True))
 
 
@@ -497,8 +506,8 @@ class CapabilityEvent:
     kind: str = attrs.field(**NAME(known=("a13n.shell.status", "a13n.filesystem.edit_applied",
                                           "a13n.context.handoff_summary", "a13n.context.restored",
                                           "a13n.context.compaction_summary")))
-    capability_id: str | None = attrs.field(default=None, **TEXT(optional=True))
-    tool_call_id: str | None = attrs.field(default=None, **TEXT(optional=True))
+    capability_id: str | None = attrs.field(default=None, **ID_TEXT(optional=True))
+    tool_call_id: str | None = attrs.field(default=None, **ID_TEXT(optional=True))
     tool_name: str | None = attrs.field(default=None, **TEXT(optional=True))
     data: dict[str, JSON] = attrs.field(factory=dict, **OBJECT(always=True))
 
@@ -598,7 +607,7 @@ class DeferredToolCall:
     tool_call_id: str = attrs.field(**NAME(v1=True))
     tool_name: str = attrs.field(**TEXT(v1=True))
     args: str | dict[str, JSON] | None = attrs.field(default=None, **ARGS(optional=True, v1=True))
-    target_identity: str | None = attrs.field(default=None, **TEXT(optional=True))
+    target_identity: str | None = attrs.field(default=None, **ID_TEXT(optional=True))
     target_call: ToolCallPart | None = attrs.field(default=None, **nested(ToolCallPart)(optional=True))
     model_call: ToolCallPart | None = attrs.field(default=None, **nested(ToolCallPart)(optional=True))
 

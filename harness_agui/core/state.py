@@ -41,6 +41,7 @@ import attrs
 from pyrsistent import PMap, PVector, pmap
 
 from . import fit, vocabulary
+from .fields import MAX_SOURCE_ID_LENGTH
 from .history import INITIAL_CURSOR, HistoryCursor, advance_by_name
 from .idmap import IdMap, IdSet
 from .livelog import LiveLog
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
 __all__ = [
     "OpenPart", "RunState", "RunLedger", "ProjectionState", "INITIAL_STATE", "INITIAL_RUN", "CallStatus", "PartKind",
     "SubagentState", "SubagentStatus", "find_part", "ProjectionOptions", "DEFAULT_OPTIONS", "MAX_EVENT_BYTES",
+    "MIN_EVENT_BYTES",
     "ORDER_POLICIES", "OrderPolicy",
 ]
 
@@ -112,18 +114,30 @@ MAX_EVENT_BYTES = 65536
 """The default largest event, in bytes of its compact JSON (``ProjectionOptions.max_event_bytes``)."""
 
 
+MIN_EVENT_BYTES = 4 * 6 * MAX_SOURCE_ID_LENGTH + 4096
+"""The smallest ``max_event_bytes`` (16 KiB). Every piece an event is cut into repeats up to four ids and
+names: a fragment its Thread and Run ids, its subagent Run id and its CUSTOM name, a delta its message or
+call id and subagent Run id. Each has at most ``MAX_SOURCE_ID_LENGTH`` (512) characters, written in at
+most six bytes a character (a control character's JSON escape), and 4 KiB more holds the fixed fields and
+the piece's content; so any event of any item the source model accepts fits."""
+
+
 def _max_event_bytes(inst: object, attribute: attrs.Attribute, value: object) -> None:
     if value is None:
         return
     if type(value) is not int:
         raise TypeError(f"max_event_bytes must be an int or None, not {type(value).__name__}")
-    if value < 1024:
-        raise ValueError(f"max_event_bytes must be at least 1024 (an event's fixed fields need room), not {value}")
+    if value < MIN_EVENT_BYTES:
+        raise ValueError(f"max_event_bytes must be at least {MIN_EVENT_BYTES} (MIN_EVENT_BYTES: room for the ids "
+                         f"every piece of a cut event repeats), not {value}")
 
 
 def _client_id(inst: object, attribute: attrs.Attribute, value: object) -> None:
     if type(value) is not str:
         raise TypeError(f"{attribute.name} must be a str or None, not {type(value).__name__}")
+    if len(value) > MAX_SOURCE_ID_LENGTH:
+        raise ValueError(f"{attribute.name} is {len(value)} characters long; an id may have at most "
+                         f"{MAX_SOURCE_ID_LENGTH}")
     if not value.strip():
         raise ValueError(f"{attribute.name} must not be blank")
 
@@ -160,7 +174,9 @@ class ProjectionOptions(_Derived):
     never reaches an AG-UI event (the journal keeps it all).
     ``max_event_bytes``: the largest event, in bytes of its compact JSON; a
     larger one is cut into consecutive deltas where AG-UI allows, else
-    carried in CUSTOM fragments (see ``core.fit``); None for no limit.
+    carried in CUSTOM fragments (see ``core.fit``); None for no limit; at
+    least ``MIN_EVENT_BYTES`` (16 KiB: room for the longest ids the source
+    model takes, which every piece repeats), else ValueError.
     ``user_messages``: whether a user input of the root Run becomes a user
     text message (a Host whose client already holds its own user messages may
     turn it off: the input then emits nothing).
@@ -168,7 +184,8 @@ class ProjectionOptions(_Derived):
     RUN_STARTED and RUN_FINISHED name, when a Host's clients know the Run by
     other ids than the Harness gave it (a served a13n-harness Run is the
     request's); None: the root Run's own. Everything else (CUSTOM correlation,
-    generated message ids) keeps the Harness's ids.
+    generated message ids) keeps the Harness's ids. Like a source id, each
+    has at most ``MAX_SOURCE_ID_LENGTH`` characters, else ValueError.
     ``vocabulary``: the name of the vocabulary the stream is projected in
     (``core.vocabulary``): this library's own (the default), or
     ``"a13n-stream-protocol/0.21"`` (needs a13n-harness).

@@ -245,6 +245,7 @@ def tool_contents() -> st.SearchStrategy[ToolContent]:
 # The strategy of each kind of field (``core.fields``), for a value that is not None.
 _BY_KIND: dict[str, Callable[[Any], st.SearchStrategy[Any]]] = {
     "text": lambda spec: st.text(_CHARS, max_size=12),
+    "id_text": lambda spec: st.text(_CHARS, max_size=12),
     "name": lambda spec: (st.sampled_from(spec.known) | _NAMES) if spec.known else _NAMES,
     "decimal": lambda spec: _DECIMALS,
     "index": lambda spec: st.integers(0, 2**31),
