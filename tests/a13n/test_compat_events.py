@@ -1,17 +1,23 @@
 # The compat observer against a13n-stream-protocol 0.21.0 itself: for every committed real a13n-harness Run
 # (tests/fixtures/a13n), both stream observers get the same native items (rebuilt with to_a13n) and must
 # publish the same events, compared as the JSON a Host sends (model_dump(mode="json", by_alias=True)).
-# Upstream's observer reads no clock and no random source: every field is compared exactly.
+# Upstream's observer reads no clock and no random source: every field is compared exactly. An extension's
+# event, of a class outside pydantic-ai's union, publishes upstream's CUSTOM event without a warning upstream
+# does not give.
 
 from __future__ import annotations
 
 import asyncio
 import json
+import warnings
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
+from pydantic import BaseModel, Field
 
 from harness_agui.a13n import to_a13n
 from harness_agui.core.source import HarnessRunResultEvent
@@ -20,13 +26,18 @@ from harness_agui.wire.codec import decode
 pytest.importorskip("a13n_harness", reason="needs a13n-harness (Python 3.13): make test-a13n")
 upstream = pytest.importorskip("a13n_stream_protocol", reason="needs a13n-stream-protocol 0.21.0: make test-a13n")
 
-from harness_agui.compat.a13n_stream_protocol.observer import (  # noqa: E402 (after the skips)
+from a13n_harness import HarnessEvent  # noqa: E402 (after the skips)
+
+from harness_agui.a13n import from_a13n  # noqa: E402
+from harness_agui.compat.a13n_stream_protocol.observer import (  # noqa: E402
+    HarnessAguiObserver,
     HarnessAguiStreamObserver,
     ObserverContinuation,
 )
 
 FIXTURES = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "a13n").glob("*.jsonl"))
 FIXTURES_BY_NAME = {path.stem: path for path in FIXTURES}
+AT = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
 
 
 def runs(path: Path) -> list[list[Any]]:
@@ -59,6 +70,34 @@ def test_the_compat_observer_publishes_upstreams_events_for_every_fresh_run(scen
         for index, items in enumerate(scenario.runs):
             theirs = published(upstream.HarnessAguiStreamObserver(), items)
             assert published(HarnessAguiStreamObserver(), items) == theirs, f"{scenario.name}, Run {index}"
+
+
+@dataclass(frozen=True)
+class ProgressDataclass:
+    """An extension's event: a class of its own, outside pydantic-ai's AgentStreamEvent union."""
+
+    event_kind: str = "capability"
+    kind: str = "user.demo.progress"
+    value: Annotated[int, Field(serialization_alias="progressValue")] = 1
+
+
+class ProgressModel(BaseModel):
+    event_kind: str = "external"
+    value: int = Field(default=1, serialization_alias="progressValue")
+
+
+@pytest.mark.parametrize("event", [ProgressDataclass(), ProgressModel()], ids=["dataclass", "model"])
+def test_an_extensions_event_publishes_upstreams_custom_event_without_a_warning(event: Any) -> None:
+    item = HarnessEvent(thread_id="thread-1", run_id="run-1", sequence=0, occurred_at=AT, event=event)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # upstream gives none: a Host's log would show what we added
+        theirs = published(upstream.HarnessAguiStreamObserver(), [item])
+        assert published(HarnessAguiStreamObserver(), [item]) == theirs
+        assert published(HarnessAguiObserver(), [item]) == theirs
+        kept = from_a13n(item).event
+    assert json.loads(theirs[0])["value"]["event"]["progressValue"] == 1
+    assert (kept.event_kind, kept.data) == (event.event_kind, {k: v for k, v in vars(event).items()
+                                                               if k != "event_kind"})
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=[path.stem for path in FIXTURES])
