@@ -1,9 +1,10 @@
 # The compat observer against a13n-stream-protocol 0.21.0 itself: for every committed real a13n-harness Run
 # (tests/fixtures/a13n), both stream observers get the same native items (rebuilt with to_a13n) and must
 # publish the same events, compared as the JSON a Host sends (model_dump(mode="json", by_alias=True)).
-# Upstream's observer reads no clock and no random source: every field is compared exactly. An extension's
-# event, of a class outside pydantic-ai's union, publishes upstream's CUSTOM event without a warning upstream
-# does not give.
+# Upstream's observer reads no clock and no random source: every field is compared exactly. A Host may also
+# dump an event with exclude_unset=True: upstream validates every event it publishes from its own dump (a
+# fragment frame excepted), so which fields count as set is compared too; and an extension's event, of a class
+# outside pydantic-ai's union, publishes upstream's CUSTOM event without a warning upstream does not give.
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ pytest.importorskip("a13n_harness", reason="needs a13n-harness (Python 3.13): ma
 upstream = pytest.importorskip("a13n_stream_protocol", reason="needs a13n-stream-protocol 0.21.0: make test-a13n")
 
 from a13n_harness import HarnessEvent  # noqa: E402 (after the skips)
+from a13n_harness.capabilities import CompactionSummaryEvent  # noqa: E402
 
 from harness_agui.a13n import from_a13n  # noqa: E402
 from harness_agui.compat.a13n_stream_protocol.observer import (  # noqa: E402
@@ -70,6 +72,38 @@ def test_the_compat_observer_publishes_upstreams_events_for_every_fresh_run(scen
         for index, items in enumerate(scenario.runs):
             theirs = published(upstream.HarnessAguiStreamObserver(), items)
             assert published(HarnessAguiStreamObserver(), items) == theirs, f"{scenario.name}, Run {index}"
+
+
+def dumped_unset(events: Any) -> list[str]:
+    """What a Host that logs events with exclude_unset=True writes for each."""
+    return [json.dumps(event.model_dump(mode="json", by_alias=True, exclude_unset=True)) for event in events]
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=[path.stem for path in FIXTURES])
+def test_every_event_dumped_without_its_unset_fields_equals_upstreams_for_every_committed_run(path: Path) -> None:
+    for index, items in enumerate(runs(path)):
+        theirs, ours = upstream.HarnessAguiStreamObserver(), HarnessAguiStreamObserver()
+        for cut, item in enumerate(items):
+            assert dumped_unset(ours.observe(item)) == dumped_unset(theirs.observe(item)), f"{path.stem} {index}:{cut}"
+        assert dumped_unset(ours.snapshot()) == dumped_unset(theirs.snapshot()), f"{path.stem}, Run {index}"
+
+
+def test_a_processed_event_and_a_large_events_frames_dumped_without_their_unset_fields_equal_upstreams() -> None:
+    items = runs(FIXTURES_BY_NAME["tools_and_reasoning"])[0]
+
+    def shout(source: Any, event: Any) -> Any:
+        if event.type == "TEXT_MESSAGE_CONTENT":
+            return event.model_copy(update={"delta": event.delta.upper()})
+        return event
+
+    theirs = upstream.HarnessAguiStreamObserver(processor=shout)
+    ours = HarnessAguiStreamObserver(processor=shout)
+    assert [dumped_unset(ours.observe(i)) for i in items] == [dumped_unset(theirs.observe(i)) for i in items]
+    summary = HarnessEvent(thread_id="thread-1", run_id="run-1", sequence=0, occurred_at=AT,
+                           event=CompactionSummaryEvent(operation_id="compaction-1", summary="a line\n" * 20_000))
+    frames = dumped_unset(upstream.HarnessAguiObserver().observe(summary))
+    assert len(frames) > 1 and '"type"' not in frames[0]  # upstream constructs its frames: their type is unset
+    assert dumped_unset(HarnessAguiObserver().observe(summary)) == frames
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,6 @@ from typing import Any, Self
 from ag_ui.core import BaseEvent, Event
 
 from ...a13n import from_a13n
-from ...core import records as ev
 from ...core.errors import AguiObservationError as _LibraryObservationError
 from ...core.history import HistoryCursor
 from ...core.livelog import LiveLog
@@ -49,7 +48,7 @@ from ...core.state import (
 )
 from ._base import AguiEventProcessor, AguiObservationError, ObserverContinuation, PartCursor, RunCursor
 from ._harness import natives as N
-from .vocabulary import NAME, observing
+from .vocabulary import NAME, observing, published
 
 __all__ = [
     "AguiEventProcessor",
@@ -119,7 +118,7 @@ class HarnessAguiObserver:
         end = len(records) if stop is None else stop
         if start < 0 or end < start or end > len(records):
             raise ValueError("snapshot range is outside the accumulated events")
-        return tuple(ev.build(record) for record in records[start:end])  # type: ignore[misc]
+        return tuple(published(record) for record in records[start:end])
 
     # -- changes ---------------------------------------------------------------------------------
 
@@ -136,7 +135,7 @@ class HarnessAguiObserver:
         if self._resuming:
             raise AguiObservationError("Cannot observe while observer resumption is in progress")
         state, records = self._step(self._state, item)
-        events = tuple(ev.build(record) for record in records)  # before committing: nothing may fail after
+        events = tuple(published(record) for record in records)  # before committing: nothing may fail after
         self._state = state
         return events  # type: ignore[return-value]
 
