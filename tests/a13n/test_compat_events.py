@@ -26,6 +26,7 @@ from harness_agui.wire.codec import decode
 
 pytest.importorskip("a13n_harness", reason="needs a13n-harness (Python 3.13): make test-a13n")
 upstream = pytest.importorskip("a13n_stream_protocol", reason="needs a13n-stream-protocol 0.21.0: make test-a13n")
+upstream_observer = pytest.importorskip("a13n_stream_protocol.observer")
 
 from a13n_harness import HarnessEvent  # noqa: E402 (after the skips)
 from a13n_harness.capabilities import CompactionSummaryEvent  # noqa: E402
@@ -146,6 +147,65 @@ def test_the_continuation_equals_upstreams_after_every_item_and_restores_to_the_
             assert published(ours, [item]) == their_events
             assert published(restored, [item]) == their_events
         assert ours.export().model_dump_json() == theirs.export().model_dump_json()
+
+
+def cuts(items: list[Any]) -> list[int]:
+    """Five cut points of a Run: its start, three inside and the last item."""
+    return sorted({0, len(items) // 4, len(items) // 2, 3 * len(items) // 4, len(items) - 1})
+
+
+def restored(exported: str) -> HarnessAguiStreamObserver:
+    return HarnessAguiStreamObserver.restore(ObserverContinuation.model_validate_json(exported))
+
+
+def assert_restores_continue_upstreams_exports(items: list[Any], cut: int, what: str) -> None:
+    """Cut ``items`` before ``cut``; restore our observer from our JSON and from upstream's, and each of those
+    again twice from the restored observer's JSON: every export, then and after each later item, must be
+    upstream's (restored from its own JSON) byte for byte, and the events its events."""
+    theirs, ours = upstream.HarnessAguiStreamObserver(), HarnessAguiStreamObserver()
+    published(theirs, items[:cut])
+    published(ours, items[:cut])
+    saved = theirs.export().model_dump_json()
+    assert ours.export().model_dump_json() == saved, f"{what}: before item {cut}"
+    chains = {"own JSON": restored(ours.export().model_dump_json()), "upstream's JSON": restored(saved)}
+    for name in list(chains):
+        again = restored(restored(chains[name].export().model_dump_json()).export().model_dump_json())
+        chains[f"{name}, restored twice more"] = again
+    continuation = upstream_observer.ObserverContinuation.model_validate_json(saved)
+    reference = upstream.HarnessAguiStreamObserver.restore(continuation)
+    for at in range(cut, len(items) + 1):
+        expected = reference.export().model_dump_json()
+        for name, observer in chains.items():
+            assert observer.export().model_dump_json() == expected, f"{what}: {name}, cut {cut}, before item {at}"
+        if at < len(items):
+            events = published(reference, items[at:at + 1])
+            assert all(published(observer, items[at:at + 1]) == events for observer in chains.values())
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=[path.stem for path in FIXTURES])
+def test_every_export_after_chains_of_restores_equals_upstreams(path: Path) -> None:
+    for index, items in enumerate(runs(path)):
+        for cut in cuts(items):
+            assert_restores_continue_upstreams_exports(items, cut, f"{path.stem}, Run {index}")
+
+
+def sequential_children() -> list[Any]:
+    """The committed subagent Run with its child delegated twice in a row: the child's items and its
+    completion again, under a new child Run id, after the first child ended."""
+    lines = FIXTURES_BY_NAME["subagent"].read_text().splitlines()
+    root = json.loads(lines[0])["run_id"]
+    first = next(i for i, line in enumerate(lines) if json.loads(line)["run_id"] != root)
+    child = json.loads(lines[first])["run_id"]
+    end = next(i for i, line in enumerate(lines) if i > first and json.loads(line)["run_id"] == root)  # completion
+    again = [line.replace(child, child + "-again") for line in lines[first:end + 1]]
+    return [to_a13n(decode(line)) for line in [*lines[:end + 1], *again, *lines[end + 1:]]]
+
+
+def test_a_restore_after_one_child_ended_and_another_opened_continues_upstreams_exports() -> None:
+    items = sequential_children()
+    assert len({item.run_id for item in items}) == 3
+    for cut in range(len(items)):
+        assert_restores_continue_upstreams_exports(items, cut, "sequential children")
 
 
 def test_resume_rebuilds_the_same_projection_and_the_live_tail_continues_it() -> None:
