@@ -6,7 +6,8 @@
 #   make test-a13n - install into .venv-a13n (Python 3.13, a13n-harness), generate real a13n-harness
 #                    Runs afresh and run tests/a13n on them
 #   make test-upstream - a13n-stream-protocol 0.21.0's own test suite (its sdist, fetched now and never kept)
-#                    against harness_agui.compat installed under the name a13n_stream_protocol
+#                    against harness_agui.compat installed under the name a13n_stream_protocol, a UserWarning
+#                    (pydantic's serializer warnings, which upstream never gives) failing its test
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -105,7 +106,8 @@ test-upstream: $(A13N_VENV)/.upstream
 		'a13n-stream-protocol==$(UPSTREAM_VERSION)' -d "$$work" && \
 	tar -xzf "$$work"/a13n_stream_protocol-$(UPSTREAM_VERSION).tar.gz -C "$$work" && \
 	cd "$$work"/a13n_stream_protocol-$(UPSTREAM_VERSION) && \
-	"$(CURDIR)/$(A13N_PY)" -m pytest -p harness_agui.compat.pytest_plugin -p no:cacheprovider -q tests
+	"$(CURDIR)/$(A13N_PY)" -m pytest -p harness_agui.compat.pytest_plugin -p no:cacheprovider -q \
+		-W error::UserWarning tests
 
 bench: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e '.[bench]'

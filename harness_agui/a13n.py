@@ -26,7 +26,9 @@
 #   - a part, delta or event of a class this release does not model (or a
 #     subclass of one it does: a typed tool part) becomes ``UnknownPart`` /
 #     ``UnknownDelta`` / ``UnknownEvent``, a capability event other than an
-#     input a ``CapabilityEvent``: its kind and pydantic's JSON, rebuilt by
+#     input a ``CapabilityEvent``: its kind and pydantic's JSON (by its
+#     union's adapter, or by its own class's where the union cannot write it,
+#     an extension's event: the union would warn and guess), rebuilt by
 #     pydantic-ai's own discriminated unions;
 #   - a completed Run's output is ``output_json()`` (the output type's own
 #     JSON form); ``to_a13n(..., output_type=T)`` validates it back into a T
@@ -216,6 +218,28 @@ def _dumped(adapter: Any, value: Any, what: str) -> Any:
         raise ValueError(f"{what}: pydantic cannot write it as JSON ({type(e).__name__}: {e})") from None
 
 
+def _dumped_unknown(adapter: Any, value: Any, what: str) -> Any:
+    """pydantic's JSON form of ``value`` by its union's ``adapter`` when the
+    union serializes it (a subclass of a member included), else by its own
+    class's adapter: a class outside the union (an extension's event) would
+    make the union warn and fall back to inferring its fields. ValueError
+    naming ``what`` if pydantic cannot write it either way."""
+    try:
+        return adapter.dump_python(value, mode="json", warnings="error")
+    except (ValueError, TypeError):
+        pass
+    try:
+        own = _adapter_of(value.__class__)
+    except TypeError as e:  # PydanticSchemaGenerationError: not a class pydantic knows
+        raise ValueError(f"{what}: pydantic cannot write it as JSON ({type(e).__name__}: {e})") from None
+    return _dumped(own, value, what)
+
+
+@functools.lru_cache(maxsize=128)
+def _adapter_of(cls: type) -> Any:
+    return _lib().TypeAdapter(cls)
+
+
 def _without(data: dict[str, Any], *keys: str) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k not in keys}
 
@@ -358,7 +382,7 @@ def _unknown(lib: SimpleNamespace, union: str, value: Any) -> Any:
     value (a capability event as a CapabilityEvent): its kind and pydantic's
     JSON of the rest."""
     where = {"part": "UnknownPart.data", "delta": "UnknownDelta.data", "payload": "UnknownEvent.data"}[union]
-    data = _dumped(getattr(lib, _UNKNOWN_OF[union]), value, where)
+    data = _dumped_unknown(getattr(lib, _UNKNOWN_OF[union]), value, where)
     if union == "part":
         return UnknownPart(part_kind=data["part_kind"], data=_without(data, "part_kind"))
     if union == "delta":

@@ -103,6 +103,28 @@ def test_building_any_record_equals_validated_construction(record: ev.Record) ->
     assert_same_event(ev.kind_of(record).build(record), reference)
 
 
+@given(records())
+def test_a_complete_build_of_any_record_equals_the_event_validated_from_its_own_dump(record: ev.Record) -> None:
+    try:
+        built = ev.build(record)
+    except ValueError:
+        with pytest.raises(ValueError):
+            ev.build_complete(record)
+        return
+    reference = type(built).model_validate(built.model_dump(mode="python"))
+    assert_same_event(ev.build_complete(record), reference)
+    assert_same_event(ev.kind_of(record).build_complete(record), reference)
+    assert ev.build_complete(record) == built
+
+
+def test_a_complete_build_sets_the_type_and_the_defaults_a_dump_writes() -> None:
+    start = ev.build_complete(ev.reasoning_start(5, "m-1"))
+    assert start.model_fields_set == {"type", "timestamp", "message_id", "role"}
+    assert start.model_dump(exclude_unset=True) == {"type": "REASONING_MESSAGE_START", "timestamp": 5,
+                                                    "message_id": "m-1", "role": "reasoning"}
+    assert ev.build(ev.reasoning_start(5, "m-1")).model_fields_set == {"timestamp", "message_id"}
+
+
 @given(st.one_of(complete_histories(), live_histories()))
 def test_the_projection_of_any_run_equals_validated_construction(items: list[Any]) -> None:
     observer = HarnessAguiObserver()

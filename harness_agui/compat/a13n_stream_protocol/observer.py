@@ -31,7 +31,6 @@ from typing import Any, Self
 from ag_ui.core import BaseEvent, Event
 
 from ...a13n import from_a13n
-from ...core import records as ev
 from ...core.errors import AguiObservationError as _LibraryObservationError
 from ...core.history import HistoryCursor
 from ...core.livelog import LiveLog
@@ -49,7 +48,7 @@ from ...core.state import (
 )
 from ._base import AguiEventProcessor, AguiObservationError, ObserverContinuation, PartCursor, RunCursor
 from ._harness import natives as N
-from .vocabulary import NAME, observing
+from .vocabulary import NAME, observing, published
 
 __all__ = [
     "AguiEventProcessor",
@@ -119,7 +118,7 @@ class HarnessAguiObserver:
         end = len(records) if stop is None else stop
         if start < 0 or end < start or end > len(records):
             raise ValueError("snapshot range is outside the accumulated events")
-        return tuple(ev.build(record) for record in records[start:end])  # type: ignore[misc]
+        return tuple(published(record) for record in records[start:end])
 
     # -- changes ---------------------------------------------------------------------------------
 
@@ -136,7 +135,7 @@ class HarnessAguiObserver:
         if self._resuming:
             raise AguiObservationError("Cannot observe while observer resumption is in progress")
         state, records = self._step(self._state, item)
-        events = tuple(ev.build(record) for record in records)  # before committing: nothing may fail after
+        events = tuple(published(record) for record in records)  # before committing: nothing may fail after
         self._state = state
         return events  # type: ignore[return-value]
 
@@ -216,18 +215,16 @@ class HarnessAguiObserver:
         cursor = saved.state
         root = _run_state(cursor, saved.run_id, saved.thread_id)
         subagents = {}
-        order = 0
-        for run_id, child in cursor.children.items():
-            subagents[run_id] = SubagentState(run_id, _run_state(child, run_id, cursor.threads.get(run_id)),
-                                              order=order)
-            order += 1
-        for run_id, thread_id in cursor.threads.items():  # Runs that ended: their Thread is still theirs
-            if run_id != saved.run_id and run_id not in subagents:
-                subagents[run_id] = SubagentState(run_id, _run_state(RunCursor(), run_id, thread_id),
+        for order, run_id in enumerate(_child_order(cursor, saved.run_id)):
+            child = cursor.children.get(run_id)
+            if child is not None:
+                subagents[run_id] = SubagentState(run_id, _run_state(child, run_id, cursor.threads.get(run_id)),
+                                                  order=order)
+            else:  # a Run that ended: its Thread is still its own
+                subagents[run_id] = SubagentState(run_id, _run_state(RunCursor(), run_id, cursor.threads[run_id]),
                                                   status="completed", order=order)
-                order += 1
         observer._state = observer._state._replace(root=root, subagents=observer._state.subagents.update(subagents),
-                                                   announced=order)
+                                                   announced=len(subagents))
         observer._resume_completed = True
         return observer
 
@@ -287,6 +284,31 @@ def _routed(item: Any) -> HarnessStreamEvent:
     return HarnessEvent(thread_id=item.thread_id, run_id=item.run_id, sequence=item.sequence,
                         occurred_at=item.occurred_at,
                         event=UnknownEvent(event_kind=kind if isinstance(kind, str) and kind else "unknown", data={}))
+
+
+def _child_order(cursor: RunCursor, root_run_id: str | None) -> list[str]:
+    """The child Runs of a continuation in the one order ``export()`` writes
+    both ``threads`` and ``children`` in: each Run with a Thread where
+    ``threads`` has it, each open child no later than ``children`` has it, and
+    an open child without a Thread yet after every Run with one (upstream
+    adds its Thread at the end when its first item comes)."""
+    children = list(cursor.children)
+    order: list[str] = []
+    placed: set[str] = set()
+    waiting = 0  # children[:waiting] are placed
+    for run_id in cursor.threads:
+        if run_id == root_run_id or run_id in placed:
+            continue
+        if run_id in cursor.children:
+            while children[waiting] != run_id:  # open children listed before it come first
+                if children[waiting] not in placed:
+                    order.append(children[waiting])
+                    placed.add(children[waiting])
+                waiting += 1
+        order.append(run_id)
+        placed.add(run_id)
+    order.extend(run_id for run_id in children if run_id not in placed)
+    return order
 
 
 def _run_cursor(run: RunState) -> RunCursor:

@@ -79,9 +79,9 @@ from ._base import AguiObservationError
 from ._harness import natives as N
 from ._harness import tool_execution_value
 from .content import public_tool_value, tool_result_content
-from .fragments import fragment_custom_event
+from .fragments import FRAGMENT_EVENT_NAME, fragment_custom_event
 
-__all__ = ["NAME", "VOCABULARY", "native_of", "observing", "usage_json"]
+__all__ = ["NAME", "VOCABULARY", "native_of", "observing", "published", "usage_json"]
 
 NAME = "a13n-stream-protocol/0.21"
 """The vocabulary's name (``ProjectionOptions(vocabulary=NAME)``)."""
@@ -576,6 +576,18 @@ def frame(item: HarnessStreamEvent, records: list[Record]) -> list[Record]:
             framed = ev.custom(record[1], piece.name, _json.dumps(piece.value))
             out.append(framed if subagent is None else ev.attributed(framed, subagent))
     return out
+
+
+def published(record: Record) -> Event:
+    """The event a13n-stream-protocol publishes for ``record``, fresh. It
+    validates each processed event from that event's own dump, so every field
+    the dump writes is set (``model_dump(exclude_unset=True)`` writes the
+    type, a reasoning start's role); a fragment frame it constructs from the
+    frame's fields alone, which leaves its type unset. Raises what
+    ``records.build`` raises."""
+    if ev.event_type(record) == "CUSTOM" and ev.field_of(record, "name") == FRAGMENT_EVENT_NAME:
+        return ev.build(record)  # type: ignore[return-value]
+    return ev.build_complete(record)  # type: ignore[return-value]
 
 
 VOCABULARY = Vocabulary(
