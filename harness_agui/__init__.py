@@ -5,39 +5,41 @@ values; ``HarnessAguiObserver`` is the thin shell a Host embeds. See the
 README for a quick start.
 """
 
+import sys as _sys
 import warnings as _warnings
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
-from . import source as _source
-from .core import custom as _custom
-from .core import history as _history
-from .core import reduce as _reduce
-from .core import state as _state
-from .core.custom import assemble_custom
-from .core.encode import EncodedEvent
-from .core.errors import (
-    AfterTerminalError,
-    AguiObservationError,
-    CheckpointError,
-    EventsNotRetainedError,
-    FinishedSubagentError,
-    ForeignRunError,
-    HarnessAguiError,
-    HistoryError,
-    IncompletePrefixError,
-    SequenceGapError,
-    SequenceOrderError,
-    UnknownSubagentError,
-)
-from .core.observer import HarnessAguiObserver
-from .core.records import EventLog
-from .core.reduce import Processor, reduce
-from .core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
-from .core.state import INITIAL_STATE, ProjectionOptions, ProjectionState
-from .wire import codec as _codec
-from .wire.codec import DecodeError
-from .wire.codec import decode as decode_line
-from .wire.codec import encode as encode_line
+if _TYPE_CHECKING:  # at run time, imported on first use by __getattr__ (below)
+    from ._exports import (
+        INITIAL_STATE,
+        AfterTerminalError,
+        AguiObservationError,
+        CheckpointError,
+        DecodeError,
+        EncodedEvent,
+        EventLog,
+        EventsNotRetainedError,
+        FinishedSubagentError,
+        ForeignRunError,
+        HarnessAguiError,
+        HarnessAguiObserver,
+        HarnessEvent,
+        HarnessRunResultEvent,
+        HarnessStreamEvent,
+        HistoryError,
+        IncompletePrefixError,
+        Processor,
+        ProjectionOptions,
+        ProjectionState,
+        SequenceGapError,
+        SequenceOrderError,
+        UnknownSubagentError,
+        assemble_custom,
+        decode_line,
+        encode_line,
+        reduce,
+    )
 
 __version__ = "0.1.0"
 
@@ -77,19 +79,19 @@ __all__ = [
 ]
 
 # Names this package exported before 0.2, kept for one release: each import warns and says where it lives.
-_MOVED: dict[str, _Any] = {
-    "advance": _reduce,
-    "OpenPart": _state,
-    "SubagentState": _state,
-    "HistoryCursor": _history,
-    "StreamCursor": _history,
-    "advance_stream": _history,
-    "is_fragment": _custom,
-    "INPUT_CHUNK_CHARS": _reduce,
-    "CUSTOM_MAX_CHARS": _custom,
-    "encode": _codec,
-    "decode": _codec,
-    "Migration": _codec,
+_MOVED: dict[str, str] = {
+    "advance": "harness_agui.core.reduce",
+    "OpenPart": "harness_agui.core.state",
+    "SubagentState": "harness_agui.core.state",
+    "HistoryCursor": "harness_agui.core.history",
+    "StreamCursor": "harness_agui.core.history",
+    "advance_stream": "harness_agui.core.history",
+    "is_fragment": "harness_agui.core.custom",
+    "INPUT_CHUNK_CHARS": "harness_agui.core.reduce",
+    "CUSTOM_MAX_CHARS": "harness_agui.core.custom",
+    "encode": "harness_agui.wire.codec",
+    "decode": "harness_agui.wire.codec",
+    "Migration": "harness_agui.wire.codec",
 }
 _SOURCE = frozenset({
     "PartStartEvent", "PartDeltaEvent", "PartEndEvent", "TextPart", "ThinkingPart", "ToolCallPart",
@@ -101,13 +103,28 @@ _SOURCE = frozenset({
 })
 
 
+# The modules importing the exported names makes attributes of the package, as ``import harness_agui`` did
+# before the names were loaded on first use.
+_LOADED_MODULES = frozenset({"core", "source", "wire"})
+
+
 def __getattr__(name: str) -> _Any:
-    module = _source if name in _SOURCE else _MOVED.get(name)
-    if module is None:
+    if name not in __all__ and name not in _SOURCE and name not in _MOVED and name not in _LOADED_MODULES:
         raise AttributeError(f"module 'harness_agui' has no attribute {name!r}")
-    _warnings.warn(f"harness_agui.{name} moved to {module.__name__}.{name}; the old name goes in the next release",
+    from . import _exports
+
+    if name in __all__:
+        value = getattr(_exports, name)
+        globals()[name] = value  # asked once: the next lookup finds it without calling this
+        return value
+    if name in _LOADED_MODULES:
+        if name not in globals():  # asked while _exports is importing it (``from . import source``)
+            raise AttributeError(f"module 'harness_agui' has no attribute {name!r}")
+        return globals()[name]
+    home = "harness_agui.source" if name in _SOURCE else _MOVED[name]
+    _warnings.warn(f"harness_agui.{name} moved to {home}.{name}; the old name goes in the next release",
                    DeprecationWarning, stacklevel=2)
-    return getattr(module, name)
+    return getattr(_sys.modules[home], name)
 
 
 def __dir__() -> list[str]:

@@ -14,6 +14,11 @@
 # ``/dev/stdin`` or ``<(...)`` is as good as a file; lines longer than
 # ``--max-line-bytes`` (256 MiB by default) are an error naming the line.
 #
+# Start-up: each command imports what it uses when it runs, so that ``--version`` and ``--help`` import
+# none of the core (ag_ui and pydantic), the server (Starlette, uvicorn) or an agent's a13n-harness: on
+# Python 3.13 those cost more than a second before anything is printed. The top of this module imports
+# only the error classes (``core.errors`` imports nothing); ``tests/test_cli_serve_defaults.py`` checks it.
+#
 # Terminal safety: this is the top layer, so it is where text meets the
 # terminal, and all of it meets it through ``debug.text.escape_terminal``:
 # error messages (which quote file names, run ids and, in a DecodeError,
@@ -25,31 +30,23 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import errno
 import importlib
 import importlib.util
 import os
 import stat
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from io import TextIOWrapper
-from typing import IO, Any, NoReturn, TextIO
+from typing import IO, TYPE_CHECKING, Any, NoReturn, TextIO
 
-import attrs
-from ag_ui.core import BaseEvent
+from .core.errors import AguiObservationError, ForeignRunError, HarnessAguiError, HistoryError
 
-from .core.errors import AguiObservationError, ForeignRunError, HistoryError
-from .core.observer import HarnessAguiObserver
-from .core.source import MAX_SEQUENCE
-from .debug.pretty import iter_conversation
-from .debug.text import clip, escape_terminal
-from .demo import run_demo
-from .wire.agui import agui_to_json, sse_frame
-from .wire.codec import DecodeError
-from .wire.jsonl import MAX_LINE_BYTES, Journal, JournalReport, LineFault, check_journal
+if TYPE_CHECKING:
+    from ag_ui.core import BaseEvent
+
+    from .wire.jsonl import JournalReport, LineFault
 
 __all__ = ["main", "EXIT_OK", "EXIT_BAD_INPUT", "EXIT_USAGE", "EXIT_BROKEN_PIPE"]
 
@@ -107,6 +104,8 @@ class _Progress:
         text = f"{self.label}: line {lines:,}"
         if self.total:
             text += f", {_size(end)} of {_size(self.total)} ({min(100, end * 100 // self.total)}%)"
+        from .debug.text import clip
+
         self.err.write("\r\x1b[K" + clip(text, _columns(self.err) - 1))
         self.err.flush()
         self.shown = True
@@ -182,6 +181,8 @@ def _output_text(out: TextIO) -> Callable[[str], str]:
     programs read; escaped for a terminal, which a run's text must not
     drive."""
     if _isatty(out):
+        from .debug.text import escape_terminal
+
         return lambda text: escape_terminal(text, multiline=True)
     return lambda text: text
 
@@ -192,9 +193,14 @@ def _output_text(out: TextIO) -> Callable[[str], str]:
 # after the output of the items before it, like any other fault mid-file.
 
 def _replay(args: argparse.Namespace, out: TextIO, err: TextIO | None) -> int:
+    from .core.observer import HarnessAguiObserver
+    from .debug.pretty import iter_conversation
+    from .debug.text import escape_terminal
+    from .wire.jsonl import Journal
+
     name, source = _open_input(args.file)
     journal = Journal(source, run_id=args.run, through=args.through, name=name,
-                      max_line_bytes=args.max_line_bytes)
+                      max_line_bytes=_max_line_bytes(args))
     progress = _Progress(err, f"replay {name}", journal.size(), _isatty(out))
     observer = HarnessAguiObserver()
     at = [0]  # the line of the item being projected, for error messages
@@ -237,16 +243,29 @@ def _replay(args: argparse.Namespace, out: TextIO, err: TextIO | None) -> int:
 
 
 def _jsonl(event: BaseEvent) -> str:
+    from .wire.agui import agui_to_json
+
     return agui_to_json(event) + "\n"
 
 
 def _sse(event: BaseEvent) -> str:
+    from .wire.agui import sse_frame
+
     return sse_frame(event)
+
+
+def _max_line_bytes(args: argparse.Namespace) -> int:
+    from .wire.jsonl import MAX_LINE_BYTES
+
+    return MAX_LINE_BYTES if args.max_line_bytes is None else int(args.max_line_bytes)
 
 
 # -- check ---------------------------------------------------------------------------
 
 def _check(args: argparse.Namespace, out: TextIO, err: TextIO | None) -> int:
+    from .debug.text import escape_terminal
+    from .wire.jsonl import check_journal
+
     name, source = _open_input(args.file)
     size = None
     if isinstance(source, str):
@@ -256,7 +275,8 @@ def _check(args: argparse.Namespace, out: TextIO, err: TextIO | None) -> int:
             pass
     progress = _Progress(err, f"check {name}", size, _isatty(out))
     try:
-        report = check_journal(source, name=name, progress=progress.update, max_line_bytes=args.max_line_bytes)
+        report = check_journal(source, name=name, progress=progress.update,
+                               max_line_bytes=_max_line_bytes(args))
     finally:
         progress.clear()
     out.write(escape_terminal(_escaped_report(report).describe(), multiline=True) + "\n")
@@ -265,6 +285,10 @@ def _check(args: argparse.Namespace, out: TextIO, err: TextIO | None) -> int:
 
 
 def _escaped_fault(fault: LineFault) -> LineFault:
+    import attrs
+
+    from .debug.text import escape_terminal
+
     return attrs.evolve(fault, detail=escape_terminal(fault.detail))
 
 
@@ -273,6 +297,11 @@ def _escaped_report(report: JournalReport) -> JournalReport:
     the file's own text: unknown field names, values) escaped one line each,
     so that describe() lays out lines the file cannot add to or forge. Run
     and thread ids are shown by describe() as repr(), already escaped."""
+    import attrs
+
+    from .debug.text import escape_terminal
+    from .wire.jsonl import LineFault
+
     runs = []
     for run in report.runs:
         changes: dict[str, Any] = {}
@@ -399,6 +428,8 @@ def _export(args: argparse.Namespace, out: TextIO) -> int:
                 cursor = None
             if cursor is None:
                 raise _Fail(f"{_redacted(args.database)}: holds no run {run_id!r}", EXIT_USAGE)
+            import asyncio
+
             lines = asyncio.run(_collect_lines(db.journal, run_id, cursor, encode))
         except StorageError as e:
             raise _Fail(str(e), EXIT_BAD_INPUT) from None
@@ -417,6 +448,7 @@ async def _collect_lines(journal: Any, run_id: str, cursor: int, encode: Callabl
 
 
 def _runs(args: argparse.Namespace, out: TextIO) -> int:
+    from .debug.text import escape_terminal
     from .host import StorageError
 
     rows: list[tuple[str, ...]] = [("RUN", "THREAD", "CLIENT RUN", "CLIENT THREAD", "ITEMS", "EVENTS", "STATE")]
@@ -477,6 +509,40 @@ def _events(args: argparse.Namespace, out: TextIO) -> int:
 
 
 # -- serve -----------------------------------------------------------------------------------
+# What ``serve`` serves, and with which options, in one place (``_served``):
+#
+# - ``--demo`` and ``MODULE:ATTR`` naming an agent or a runner: the command builds the AguiServer from its
+#   flags. Without ``--db`` the database is a file of the current folder, kept after the server stops, so
+#   that the next start in the same folder resumes its unfinished Runs and still serves its ended ones
+#   (``harness-agui.db``; ``harness-agui-demo.db`` for ``--demo``, so that the demo's Runs never mix with an
+#   agent's). A module that also builds an AguiServer of its own for that agent or runner is told of: its
+#   options are not the ones served, and the note names the attribute that would serve them.
+# - ``MODULE:ATTR`` naming an AguiServer, or an ASGI app (a Starlette or FastAPI app, such as one that mounts
+#   an AguiServer): served as the module made it. Its options (database, CORS, authorize, paths, ...) are the
+#   module's, so a flag that would set one of them is refused, never applied over them or silently dropped.
+
+DEFAULT_DATABASE = "harness-agui.db"
+"""The SQLite file ``harness-agui serve MODULE:ATTR`` keeps its Runs in, in the current folder, without --db."""
+DEMO_DATABASE = "harness-agui-demo.db"
+"""The same for ``harness-agui serve --demo``."""
+
+_SERVER_FLAGS = (("db", "--db"), ("synchronous", "--synchronous"), ("cors", "--cors-origin"),
+                 ("show_hidden", "--show-hidden"), ("cancel_on_disconnect", "--cancel-on-disconnect"))
+
+
+class _Served:
+    """What ``serve`` runs: the ASGI app, the words that say what it is, the URL path of its runs route
+    (None when the app's own routes are not known), its database, and a note for the person at the
+    terminal (None)."""
+
+    def __init__(self, app: Any, what: str, runs_path: str | None, database: str | None,
+                 note: str | None = None) -> None:
+        self.app = app
+        self.what = what
+        self.runs_path = runs_path
+        self.database = database
+        self.note = note
+
 
 def _serve(args: argparse.Namespace, err: TextIO | None) -> int:
     try:
@@ -486,25 +552,21 @@ def _serve(args: argparse.Namespace, err: TextIO | None) -> int:
     except ImportError:
         raise _Fail("serve needs the serve extra: pip install 'harness-agui[serve]'", EXIT_USAGE) from None
     if (args.target is None) == (not args.demo):
-        raise _Fail("serve takes MODULE:ATTR (an a13n-harness agent, a runner or an AguiServer) or --demo, one of "
-                    "the two", EXIT_USAGE)
+        raise _Fail("serve takes MODULE:ATTR (an a13n-harness agent, a runner, an AguiServer or an ASGI app) or "
+                    "--demo, one of the two", EXIT_USAGE)
     listening = _listen(args.host, args.port)  # before anything says "serving": a busy port fails here
     try:
-        with tempfile.TemporaryDirectory(prefix="harness-agui-") as scratch:
-            database = args.db or os.path.join(scratch, "host.db")
-            options: dict[str, Any] = {"database": database, "synchronous": args.synchronous,
-                                       "show_hidden": args.show_hidden,
-                                       "cancel_on_disconnect": args.cancel_on_disconnect}
-            if args.cors:
-                options["cors_origins"] = args.cors
-            server, what = _server_for(args, options, AguiServer)
-            host, port = listening.getsockname()[:2]
-            _say(err, f"serving {what} on http://{host}:{port}/runs (database {server.journal.path}); Ctrl-C stops",
-                 EXIT_OK)
-            if not args.no_gc_tuning:
-                tune_collector()
-            config = uvicorn.Config(server.app, log_level="warning", timeout_graceful_shutdown=1)
-            uvicorn.Server(config).run(sockets=[listening])
+        served = _served(args, AguiServer)
+        host, port = listening.getsockname()[:2]
+        where = f"http://{host}:{port}{served.runs_path or ''}"
+        database = "" if served.database is None else f" (database {served.database})"
+        _say(err, f"serving {served.what} on {where}{database}; Ctrl-C stops", EXIT_OK)
+        if served.note is not None:
+            _say(err, served.note, EXIT_OK)
+        if not args.no_gc_tuning:
+            tune_collector()
+        config = uvicorn.Config(served.app, log_level="warning", timeout_graceful_shutdown=1)
+        uvicorn.Server(config).run(sockets=[listening])
     finally:
         listening.close()
     return EXIT_OK
@@ -530,14 +592,14 @@ def _listen(host: str, port: int) -> Any:
     return listening
 
 
-def _server_for(args: argparse.Namespace, options: dict[str, Any], server_class: Any) -> tuple[Any, str]:
-    """The server to run and what it serves, in words."""
+def _served(args: argparse.Namespace, server_class: Any) -> _Served:
     if args.demo:
+        options = _options(args, DEMO_DATABASE)
         if not args.simulated and importlib.util.find_spec("a13n_harness") is not None:
             from .a13n_demo import agent
 
-            return _opened(lambda: server_class.for_agent(agent, **options), options), \
-                "the a13n-harness demo agent (harness_agui.a13n_demo)"
+            server = _opened(lambda: server_class.for_agent(agent, **options), options)
+            return _of_server(server, "the a13n-harness demo agent (harness_agui.a13n_demo)")
         from .serve import demo_harness
 
         runner, reattach = demo_harness(pace=args.pace)
@@ -545,20 +607,100 @@ def _server_for(args: argparse.Namespace, options: dict[str, Any], server_class:
         if not args.simulated:
             what += (" (a13n-harness is not installed: pip install 'harness-agui[a13n]' on Python 3.13 for its demo "
                      "agent)")
-        return _opened(lambda: server_class(runner, reattach=reattach, **options), options), what
-    target = _load(args.target)
+        server = _opened(lambda: server_class(runner, reattach=reattach, **options), options)
+        return _of_server(server, what)
+    module, target = _load(args.target)
     if isinstance(target, server_class):
-        if args.db is not None or args.cors or args.show_hidden or args.cancel_on_disconnect:
-            raise _Fail(f"{args.target} is an AguiServer with options of its own: --db, --cors, --show-hidden and "
-                        "--cancel-on-disconnect are set where it is made", EXIT_USAGE)
-        return target, f"{args.target} (an AguiServer)"
+        _refuse_server_flags(args, "an AguiServer")
+        return _of_server(target, f"{args.target} (an AguiServer, with the options it was made with)")
+    if _is_asgi_app(target):
+        _refuse_server_flags(args, "an ASGI app")
+        made = [s for s in _servers_of(module, server_class) if s.app is target]
+        if made:  # the app of an AguiServer the module made: the same thing
+            return _of_server(made[0], f"{args.target} (the app of an AguiServer, with the options it was made with)")
+        servers = _servers_of(module, server_class)
+        database = _database_of(servers[0]) if len(servers) == 1 else None
+        return _Served(target, f"{args.target} (an ASGI app, with its own routes and options)", None, database)
     if hasattr(target, "definition") and callable(getattr(target, "stream", None)):
-        return _opened(lambda: server_class.for_agent(target, **options), options), \
-            f"{args.target} (an a13n-harness agent)"
+        options = _options(args, DEFAULT_DATABASE)
+        server = _opened(lambda: server_class.for_agent(target, **options), options)
+        return _of_server(server, f"{args.target} (an a13n-harness agent)",
+                          _not_served(args.target, module, target, server_class))
     if callable(getattr(target, "start", None)) or callable(target) and not isinstance(target, type):
-        return _opened(lambda: server_class(target, **options), options), f"{args.target} (a runner)"
+        options = _options(args, DEFAULT_DATABASE)
+        server = _opened(lambda: server_class(target, **options), options)
+        return _of_server(server, f"{args.target} (a runner)",
+                          _not_served(args.target, module, target, server_class))
     raise _Fail(f"{args.target} is a {type(target).__name__}: serve takes an a13n-harness agent, a runner (an object "
-                "with start(), or an async callable) or an AguiServer", EXIT_USAGE)
+                "with start(), or an async callable), an AguiServer or an ASGI app", EXIT_USAGE)
+
+
+def _options(args: argparse.Namespace, default_database: str) -> dict[str, Any]:
+    """The AguiServer options the flags give; the database defaults to ``default_database`` in the current
+    folder (kept: the next start resumes from it)."""
+    options: dict[str, Any] = {"database": args.db or os.path.abspath(default_database),
+                               "synchronous": args.synchronous or "FULL", "show_hidden": args.show_hidden,
+                               "cancel_on_disconnect": args.cancel_on_disconnect}
+    if args.cors:
+        options["cors_origins"] = args.cors
+    return options
+
+
+def _refuse_server_flags(args: argparse.Namespace, kind: str) -> None:
+    given = [flag for name, flag in _SERVER_FLAGS if getattr(args, name)]
+    if given:
+        raise _Fail(f"{args.target} is {kind} with options of its own: {', '.join(given)} would override them; set "
+                    "them where it is made, or serve its agent or runner with the flags", EXIT_USAGE)
+
+
+def _of_server(server: Any, what: str, note: str | None = None) -> _Served:
+    runs_path = next((route.path for route in server.app.routes if "POST" in (route.methods or ())), "/runs")
+    return _Served(server.app, what, runs_path, _database_of(server), note)
+
+
+def _database_of(server: Any) -> str | None:
+    from .host.stores import is_postgres_url
+
+    path = getattr(server.journal, "path", None) or getattr(server.journal, "url", None)
+    if path is None:
+        return None
+    path = os.fspath(path)
+    return _redacted(path) if is_postgres_url(path) else os.path.abspath(path)
+
+
+def _servers_of(module: Any, server_class: Any) -> list[Any]:
+    return [value for value in vars(module).values() if isinstance(value, server_class)]
+
+
+def _not_served(name: str, module: Any, target: Any, server_class: Any) -> str | None:
+    """A note when ``module`` also made an AguiServer for ``target``, whose options are not served."""
+    for attribute, value in vars(module).items():
+        if isinstance(value, server_class):
+            runner = value.runner  # the target itself, an A13nRunner of it, or a CallableRunner of it
+            if any(target is made for made in (runner, getattr(runner, "agent", None),
+                                               getattr(runner, "runner", None))):
+                module_name = name.partition(":")[0]
+                return (f"note: {module_name}.{attribute} is an AguiServer made for {name} with options of its own "
+                        f"(database, CORS, authorize, ...): they are not used here; serve {module_name}:{attribute} "
+                        "to use them")
+    return None
+
+
+def _is_asgi_app(target: Any) -> bool:
+    """A Starlette (or FastAPI) app, or an async callable of ``(scope, receive, send)``."""
+    import inspect
+
+    starlette = sys.modules.get("starlette.applications")
+    if starlette is not None and isinstance(target, starlette.Starlette):
+        return True
+    method = vars(type(target)).get("__call__")
+    if not (inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(method)):
+        return False
+    try:
+        parameters = [p.name for p in inspect.signature(target).parameters.values()]
+    except (TypeError, ValueError):
+        return False
+    return parameters == ["scope", "receive", "send"]
 
 
 def _opened(make: Callable[[], Any], options: dict[str, Any]) -> Any:
@@ -568,23 +710,25 @@ def _opened(make: Callable[[], Any], options: dict[str, Any]) -> Any:
         raise _Fail(f"{_redacted(os.fspath(options['database']))}: cannot be opened: {e}", EXIT_USAGE) from None
 
 
-def _load(target: str) -> Any:
-    """The object ``MODULE:ATTR`` names (the current directory is searched first, as ``python -m`` does)."""
+def _load(target: str) -> tuple[Any, Any]:
+    """The module of ``MODULE:ATTR`` and the object it names (the current directory is searched first, as
+    ``python -m`` does)."""
     module_name, _, attribute = target.partition(":")
     if not module_name or not attribute:
         raise _Fail(f"{target}: give MODULE:ATTR, such as examples.a13n_agent:agent", EXIT_USAGE)
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
-        found: Any = importlib.import_module(module_name)
+        module: Any = importlib.import_module(module_name)
     except ImportError as e:
         raise _Fail(f"{target}: cannot import {module_name}: {e}", EXIT_USAGE) from None
+    found = module
     for name in attribute.split("."):
         try:
             found = getattr(found, name)
         except AttributeError:
             raise _Fail(f"{target}: {module_name} has no {attribute}", EXIT_USAGE) from None
-    return found
+    return module, found
 
 
 def _port(text: str) -> int:
@@ -616,6 +760,8 @@ def _sequence(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a sequence number: {text!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"a sequence number is >= 0, got {value}")
+    from .core.source import MAX_SEQUENCE
+
     if value > MAX_SEQUENCE:
         raise argparse.ArgumentTypeError(f"a sequence number is at most 2**53 - 1, got {value}")
     return value
@@ -687,9 +833,9 @@ def _parser() -> argparse.ArgumentParser:
         epilog=_EPILOG)
     check.add_argument("file", metavar="FILE", help="source journal ('-' for stdin)")
     for command in (replay, check):
-        command.add_argument("--max-line-bytes", metavar="N", type=_byte_count, default=MAX_LINE_BYTES,
-                             help=f"the longest line read, in bytes (default {MAX_LINE_BYTES}, 256 MiB); a longer "
-                                  "line is an error naming it")
+        command.add_argument("--max-line-bytes", metavar="N", type=_byte_count,
+                             help="the longest line read, in bytes (default 268435456, 256 MiB: "
+                                  "harness_agui.wire.jsonl.MAX_LINE_BYTES); a longer line is an error naming it")
     demo = sub.add_parser("demo", help="observe, interrupt, resume and check a simulated run",
                    description="Observe a simulated run live, lose the observer, resume a fresh one from the "
                                "retained prefix, continue with the live tail, and compare with an uninterrupted "
@@ -727,14 +873,18 @@ def _parser() -> argparse.ArgumentParser:
                                                             "17.5e1c09a3, or its number)")
     serve = sub.add_parser(
         "serve", help="serve an agent over AG-UI (POST /runs, GET .../events, DELETE a run)",
-        description="Serve the AG-UI endpoints of harness_agui.serve for MODULE:ATTR (an a13n-harness agent, a "
-                    "runner, or an AguiServer; the current directory is searched first, as by python -m) or for "
+        description="Serve the AG-UI endpoints of harness_agui.serve for MODULE:ATTR (an a13n-harness agent or a "
+                    "runner, served with the options below; or an AguiServer or an ASGI app such as a Starlette "
+                    "app, served with the options the module gave it, which the options below may not override; "
+                    "the current directory is searched first, as by python -m) or for "
                     "--demo: POST /runs with a RunAgentInput streams a run as Server-Sent Events, "
                     "GET /threads/{thread_id}/runs/{run_id}/events replays after Last-Event-ID and follows, "
-                    "DELETE /threads/{thread_id}/runs/{run_id} cancels, GET /health. Unfinished runs of the "
-                    "database are resumed at start-up. The address is bound before anything else (with --port 0, "
-                    "the port chosen is the one printed). Needs the serve extra (pip install "
-                    "'harness-agui[serve]'); an a13n-harness agent needs the a13n extra.",
+                    "DELETE /threads/{thread_id}/runs/{run_id} cancels, GET /health. The database is kept: "
+                    f"without --db, {DEFAULT_DATABASE} in the current folder ({DEMO_DATABASE} for --demo), and "
+                    "the next start in the same folder serves its runs again and resumes the unfinished ones. The "
+                    "address is bound before anything else (with --port 0, the port chosen is the one printed). "
+                    "Needs the serve extra (pip install 'harness-agui[serve]'); an a13n-harness agent needs the "
+                    "a13n extra.",
         epilog=_EPILOG)
     serve.add_argument("target", metavar="MODULE:ATTR", nargs="?",
                        help="what to serve, e.g. examples.a13n_agent:agent")
@@ -744,18 +894,19 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--simulated", action="store_true",
                        help="with --demo: the simulated Harness even when a13n-harness is installed")
     serve.add_argument("--db", "--database", dest="db", metavar="PATH_OR_URL",
-                       help="the Host database: a SQLite file (default: a temporary file, removed at exit), or a "
-                            "postgresql:// URL (the postgres extra), which several servers may share")
+                       help=f"the Host database: a SQLite file (default: {DEFAULT_DATABASE} in the current folder, "
+                            f"{DEMO_DATABASE} for --demo; kept after the server stops), or a postgresql:// URL "
+                            "(the postgres extra), which several servers may share")
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=_port, default=8000, help="the port to listen on (default 8000; 0: any free "
                                                                 "port, printed)")
     serve.add_argument("--pace", type=_seconds, default=0.03, metavar="SECONDS",
                        help="seconds between two items of the simulated Harness (default 0.03, a model's "
                             "token rate)")
-    serve.add_argument("--synchronous", choices=("FULL", "NORMAL"), default="FULL", type=str.upper,
+    serve.add_argument("--synchronous", choices=("FULL", "NORMAL"), type=str.upper,
                        help="SQLite durability: FULL (default) survives a power cut, NORMAL a crash of the "
                             "process and costs much less per item")
-    serve.add_argument("--cors", metavar="ORIGIN", action="append",
+    serve.add_argument("--cors-origin", "--cors", dest="cors", metavar="ORIGIN", action="append",
                        help="allow browsers on ORIGIN (repeat for more; * for any) to call the endpoints")
     serve.add_argument("--show-hidden", action="store_true",
                        help="send clients what the Harness marks for the model only (debugging)")
@@ -803,10 +954,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _events(args, out)
         if args.command == "serve":
             return _serve(args, err)
+        from .demo import run_demo
+
         return run_demo(out)
     except _Fail as e:
         return _say(err, str(e), e.status)
-    except (DecodeError, HistoryError) as e:
+    except HarnessAguiError as e:
+        if not isinstance(e, HistoryError) and not _is_decode_error(e):
+            raise
         return _say(err, str(e), EXIT_BAD_INPUT)
     except BrokenPipeError:
         return _quiet_broken_pipe()
@@ -819,9 +974,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _say(err, "interrupted", 130)
 
 
+def _is_decode_error(error: BaseException) -> bool:
+    codec = sys.modules.get("harness_agui.wire.codec")  # not imported: nothing could raise its DecodeError
+    return codec is not None and isinstance(error, codec.DecodeError)
+
+
 def _say(err: TextIO | None, message: str, status: int) -> int:
     """Print ``harness-agui: message`` on stderr, escaped to one line, if
     stderr is open and writable; return ``status`` either way."""
+    from .debug.text import escape_terminal
+
     if err is not None:
         try:
             err.write(f"{PROG}: {escape_terminal(message)}\n")

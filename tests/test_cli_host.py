@@ -166,7 +166,8 @@ def test_serve_module_attr_serves_a_runner_on_the_port_it_prints_for_port_0(tmp_
         served.close()
     as_server = Serving("my_agent:server", "--port", "0", cwd=tmp_path)
     try:
-        assert "(an AguiServer)" in as_server.said and "module.db" in as_server.said
+        assert "(an AguiServer, with the options it was made with)" in as_server.said
+        assert "module.db" in as_server.said
         assert post_and_read(as_server.base)[-1]["type"] == "RUN_FINISHED"
     finally:
         as_server.close()
@@ -175,20 +176,20 @@ def test_serve_module_attr_serves_a_runner_on_the_port_it_prints_for_port_0(tmp_
 def test_serve_refuses_what_it_cannot_serve_in_one_line(tmp_path: Path) -> None:
     (tmp_path / "my_agent.py").write_text(RUNNER.replace("DATABASE", repr(str(tmp_path / "module.db"))))
     assert_one_line_error(cli("serve", "--port", "0", cwd=tmp_path), 2,
-                          "serve takes MODULE:ATTR (an a13n-harness agent, a runner or an AguiServer) or --demo, one "
-                          "of the two")
+                          "serve takes MODULE:ATTR (an a13n-harness agent, a runner, an AguiServer or an ASGI app) "
+                          "or --demo, one of the two")
     assert_one_line_error(cli("serve", "my_agent", "--port", "0", cwd=tmp_path), 2,
                           "my_agent: give MODULE:ATTR, such as examples.a13n_agent:agent")
     assert_one_line_error(cli("serve", "my_agent:nothing", "--port", "0", cwd=tmp_path), 2,
                           "my_agent:nothing: my_agent has no nothing")
     assert_one_line_error(cli("serve", "my_agent:not_a_runner", "--port", "0", cwd=tmp_path), 2,
                           "my_agent:not_a_runner is a int: serve takes an a13n-harness agent, a runner (an object "
-                          "with start(), or an async callable) or an AguiServer")
+                          "with start(), or an async callable), an AguiServer or an ASGI app")
     missing = cli("serve", "no_such_module:agent", "--port", "0", cwd=tmp_path)
     assert missing.returncode == 2 and missing.stderr.startswith("harness-agui: no_such_module:agent: cannot import")
     assert_one_line_error(cli("serve", "my_agent:server", "--db", tmp_path / "x.db", "--port", "0", cwd=tmp_path), 2,
-                          "my_agent:server is an AguiServer with options of its own: --db, --cors, --show-hidden and "
-                          "--cancel-on-disconnect are set where it is made")
+                          "my_agent:server is an AguiServer with options of its own: --db would override them; set "
+                          "them where it is made, or serve its agent or runner with the flags")
 
 
 def test_serve_on_a_busy_port_fails_before_it_says_serving(tmp_path: Path) -> None:
