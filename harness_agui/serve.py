@@ -371,16 +371,19 @@ class AguiServer:
                              middleware=middleware, lifespan=self._lifespan)
 
     @classmethod
-    def for_agent(cls, agent: Any, *, configure: Any = None, **options: Any) -> AguiServer:
+    def for_agent(cls, agent: Any, *, configure: Any = None, history_tools: str = "any",
+                  **options: Any) -> AguiServer:
         """The server of an a13n-harness ``ExecutableAgent`` (the ``a13n`` extra, Python 3.13):
-        ``AguiServer(A13nRunner(agent, configure=configure, **stream_options), **server_options)``,
-        where the server's options are the keywords this class takes (``database=``, ``authorize=``,
-        ...) and every other keyword is an ``agent.stream()`` option. Raises as both constructors do."""
+        ``AguiServer(A13nRunner(agent, configure=configure, history_tools=history_tools, **stream_options),
+        **server_options)``, where the server's options are the keywords this class takes (``database=``,
+        ``authorize=``, ...) and every other keyword is an ``agent.stream()`` option. Raises as both
+        constructors do."""
         from .serve_a13n import A13nRunner
 
         server_options = {k: v for k, v in options.items() if k in _SERVER_OPTIONS}
         stream_options = {k: v for k, v in options.items() if k not in _SERVER_OPTIONS}
-        return cls(A13nRunner(agent, configure=configure, **stream_options), **server_options)
+        return cls(A13nRunner(agent, configure=configure, history_tools=history_tools,  # type: ignore[arg-type]
+                              **stream_options), **server_options)
 
     @property
     def runner(self) -> Runner:

@@ -439,6 +439,20 @@ def _user_content(message: Any) -> list[Any]:
     return out
 
 
+def _check_history_tools(messages: Sequence[Any], run_input: RunAgentInput) -> None:
+    # ``history_tools="client"``: the earlier messages of a new Thread may hold calls of the request's own
+    # tools only. A call of one of the agent's tools, with the result the client wrote for it, would reach
+    # the model as if the agent had run it (an approval-gated tool "approved", say) without the gate.
+    offered = {tool.name for tool in run_input.tools or ()}
+    for message in messages:
+        for call in getattr(message, "tool_calls", None) or ():
+            if call.function.name not in offered:
+                raise RunInputError(
+                    "server_tool_in_history", f"message {message.id!r} holds a call of {call.function.name!r}, "
+                    "which is not one of the request's tools: this server takes no history of its agent's own "
+                    "tool calls from a client", detail={"messageId": message.id, "toolCallId": call.id})
+
+
 def _history(messages: Sequence[Any]) -> list[Any]:
     # Prior client messages as the model's message history: user and tool messages as requests,
     # assistant messages as responses (consecutive ones merged); system, developer, reasoning and
@@ -506,7 +520,7 @@ def _own(message: Any) -> bool:
     return getattr(message, "subagent_run_id", None) is None and message.role != "activity"
 
 
-def _plan_new_thread(thread_id: str, run_input: RunAgentInput) -> _Turn:
+def _plan_new_thread(thread_id: str, run_input: RunAgentInput, history_tools: str = "any") -> _Turn:
     lib = _lib()
     if run_input.resume:
         raise RunInputError("nothing_to_resume", "this thread has no run to resume: resume[] must be empty")
@@ -517,6 +531,8 @@ def _plan_new_thread(thread_id: str, run_input: RunAgentInput) -> _Turn:
     new = messages[start:]
     if not new:
         raise RunInputError("nothing_new", "the first run of a thread needs a user message after the others")
+    if history_tools == "client":
+        _check_history_tools(messages[:start], run_input)
     history = _history(messages[:start])
     try:
         state = lib.HarnessState.new(thread_id=thread_id, message_history=history)
@@ -746,12 +762,22 @@ class A13nRunner:
     bindings (tools only when the bindings set no ``client_toolsets`` of their own; a ``model_context``
     middleware of theirs still runs); without ``bindings`` the Run gets ``RunBindings.embedded()``.
 
-    Raises TypeError when ``agent`` is not an a13n ``ExecutableAgent``.
+    ``history_tools``: what the earlier messages of a request that starts a new Thread (the model's
+    history, which the client writes) may hold: ``"any"`` tool call and result (the default; a client can
+    then show the model a call of the agent's own tools, an approval-gated one too, with a result it wrote),
+    or ``"client"``: calls of the request's own tools only (422 ``server_tool_in_history`` otherwise).
+
+    Raises TypeError when ``agent`` is not an a13n ``ExecutableAgent``, ValueError for another
+    ``history_tools``.
     """
 
-    def __init__(self, agent: Any, *, configure: Configure | None = None, **stream_options: Any) -> None:
+    def __init__(self, agent: Any, *, configure: Configure | None = None,
+                 history_tools: Literal["any", "client"] = "any", **stream_options: Any) -> None:
         if not callable(getattr(agent, "stream", None)) or not hasattr(agent, "definition"):
             raise TypeError(f"A13nRunner takes an a13n-harness ExecutableAgent, not {type(agent).__name__}")
+        if history_tools not in ("any", "client"):
+            raise ValueError(f'history_tools must be "any" or "client", not {history_tools!r}')
+        self._history_tools = history_tools
         _check_options(stream_options, "stream_options")
         if "bindings" in stream_options:
             raise ValueError("bindings are one Run's authority: return them from configure(), not stream_options")
@@ -785,7 +811,8 @@ class A13nRunner:
             thread_id = request.source_thread_id or f"thread-{uuid.uuid4().hex}"
         thread = await _read_thread(journal, thread_id, running or (lambda run_id: True), bound)
         new = thread.terminal is None
-        turn = _plan_new_thread(thread_id, run_input) if new else _plan_known_thread(thread, run_input)
+        turn = (_plan_new_thread(thread_id, run_input, self._history_tools) if new
+                else _plan_known_thread(thread, run_input))
         options = dict(self._options)
         if self._configure is not None:
             extra = self._configure(A13nRequest(run_input, request, thread_id, new))
@@ -848,6 +875,8 @@ def _check_options(options: Mapping[str, Any], where: str) -> None:
         raise ValueError(f"{where} may not set {', '.join(reserved)}: the runner sets them from the request")
 
 
-def a13n_runner(agent: Any, *, configure: Configure | None = None, **stream_options: Any) -> A13nRunner:
-    """``A13nRunner(agent, configure=configure, **stream_options)``: the runner that serves ``agent``."""
-    return A13nRunner(agent, configure=configure, **stream_options)
+def a13n_runner(agent: Any, *, configure: Configure | None = None, history_tools: Literal["any", "client"] = "any",
+                **stream_options: Any) -> A13nRunner:
+    """``A13nRunner(agent, configure=configure, history_tools=history_tools, **stream_options)``: the runner
+    that serves ``agent``."""
+    return A13nRunner(agent, configure=configure, history_tools=history_tools, **stream_options)
