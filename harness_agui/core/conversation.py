@@ -1114,10 +1114,16 @@ def _text(chunks: tuple[str, ...] | None, opened: _Open | None, streaming: bool)
     return text
 
 
-def _message_json(c: Conversation, at: int, *, streaming: bool) -> dict[str, Any]:
+def _message_json(c: Conversation, at: int, *, streaming: bool,
+                  opens: tuple[dict[int, _Open], dict[int, _Open]] | None = None) -> dict[str, Any]:
     """One message as the client holds it (camelCase JSON); with
     ``streaming``, without what streamed into it since its start when it is
-    still open (the catch-up's content record sends that again)."""
+    still open (the catch-up's content record sends that again). ``opens``:
+    the open messages and calls by position (``_opens_by_at``), for a caller
+    that asks for many messages."""
+    if opens is None:
+        opens = _opens_by_at(c)
+    open_messages, open_calls = opens
     entry = c.settled[at]
     if type(entry) is ToolResult:
         out: dict[str, Any] = {"id": entry.message_id, "role": "tool", "content": entry.content.value,
@@ -1131,7 +1137,7 @@ def _message_json(c: Conversation, at: int, *, streaming: bool) -> dict[str, Any
         return out
     assert isinstance(entry, Message)
     out = {"id": entry.message_id, "role": "reasoning" if entry.kind == "reasoning" else entry.role or "assistant"}
-    opened = _open_at(c.open, at)
+    opened = open_messages.get(at)
     if entry.chunks is not None or (opened is not None and opened.chunks and not streaming):
         out["content"] = _text(entry.chunks, opened, streaming)
     if entry.tool_calls is not None:
@@ -1140,7 +1146,7 @@ def _message_json(c: Conversation, at: int, *, streaming: bool) -> dict[str, Any
             call_at = c.calls[call_id]
             call = c.settled[call_at]
             assert isinstance(call, ToolCall)
-            args = _text(call.chunks, _open_at(c.open_calls, call_at), streaming)
+            args = _text(call.chunks, open_calls.get(call_at), streaming)
             item: dict[str, Any] = {"id": call_id, "type": "function", "function": {"name": call.name,
                                                                                     "arguments": args}}
             if call.encrypted_value is not None:
@@ -1154,9 +1160,16 @@ def _message_json(c: Conversation, at: int, *, streaming: bool) -> dict[str, Any
     return out
 
 
+def _opens_by_at(c: Conversation) -> tuple[dict[int, _Open], dict[int, _Open]]:
+    # The open messages and tool calls by their position: one pass, so that a snapshot of n messages
+    # with m open (many live subagents) costs n + m, not n * m.
+    return {o.at: o for o in reversed(c.open)}, {o.at: o for o in reversed(c.open_calls)}
+
+
 def messages_json(c: Conversation, *, streaming: bool = False) -> list[dict[str, Any]]:
     """The client's messages as its JSON (camelCase keys, absent fields left out)."""
-    return [_message_json(c, at, streaming=streaming) for at in _order(c)]
+    opens = _opens_by_at(c)
+    return [_message_json(c, at, streaming=streaming, opens=opens) for at in _order(c)]
 
 
 _MESSAGE: TypeAdapter[Any] = TypeAdapter(UserMessage | AssistantMessage | ToolMessage | ReasoningMessage)
