@@ -3,6 +3,7 @@
 #                 development tools), then run the main job on built-in data
 #   make test   - install into .venv, then run the whole test suite
 #   make bench  - the benchmark (not part of the tests); results in bench/results/
+#   make docs   - build the documentation site (docs/, mkdocs.yml) into site/ with mkdocs --strict
 #   make test-a13n - install into .venv-a13n (Python 3.13, a13n-harness), generate real a13n-harness
 #                    Runs afresh and run tests/a13n on them
 #   make test-upstream - a13n-stream-protocol 0.21.0's own test suite (its sdist, fetched now and never kept)
@@ -14,7 +15,7 @@ PY := $(VENV)/bin/python
 A13N_VENV ?= .venv-a13n
 A13N_PY := $(A13N_VENV)/bin/python
 
-.PHONY: demo test test-a13n test-a13n-020 test-upstream test-harness-ui bench lint clean
+.PHONY: demo test docs test-a13n test-a13n-020 test-upstream test-harness-ui bench lint clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +33,15 @@ demo: $(VENV)/.demo-installed
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -n auto
+
+# The site is built in .venv (the dev extra has what the API reference's modules import) with the docs extra;
+# --strict fails on a broken link, a missing page or a name mkdocstrings cannot find.
+$(VENV)/.docs-installed: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e '.[dev,docs]'
+	touch $@
+
+docs: $(VENV)/.docs-installed
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 # a13n-harness needs Python 3.13. Tried in order: python3.13; pyenv's python3.13 shim with
 # PYENV_VERSION=3.13.0 (the shim fails without it where no .python-version selects 3.13); any
@@ -118,4 +128,4 @@ lint: $(VENV)/.installed
 	$(PY) -m mypy
 
 clean:
-	rm -rf $(VENV) $(A13N_VENV) $(A13N_020_VENV) $(HARNESS_UI_VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) $(A13N_VENV) $(A13N_020_VENV) $(HARNESS_UI_VENV) build site *.egg-info .pytest_cache .hypothesis

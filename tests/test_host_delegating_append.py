@@ -1,5 +1,5 @@
 """A delegating Run appended without naming its root stays one stream (issue #26, "A delegating stream split
-silently"), on both backends, and the README's Host example runs as written on such a Run.
+silently"), on both backends, and the Host kit page's example (docs/host-kit.md) runs as written on such a Run.
 
 A subagent's first item (its ``run_started``) does not say whose subagent it is, so appended without
 ``root_run_id`` it starts a stream of its own; its announcement (sequence 1) does, and the journal then moves
@@ -28,7 +28,7 @@ from harness_agui.testing.builder import SourceBuilder
 from harness_agui.wire.codec import decode
 
 ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
+HOST_KIT = ROOT / "docs" / "host-kit.md"
 DELEGATING = ROOT / "examples" / "data" / "delegating_run.jsonl"
 
 
@@ -98,9 +98,9 @@ def test_a_root_run_whose_second_item_is_no_announcement_stays_a_stream_of_its_o
     assert journal.runs() == ("run-a",) and journal.finished("run-a")
 
 
-def test_the_readme_host_example_runs_as_written_on_a_delegating_run(tmp_path: Path, monkeypatch) -> None:
-    text = README.read_text(encoding="utf-8")
-    section = re.search(r"^## Host\n(.*?)(?=^### )", text, re.S | re.M)
+def test_the_host_kit_example_runs_as_written_on_a_delegating_run(tmp_path: Path, monkeypatch) -> None:
+    text = HOST_KIT.read_text(encoding="utf-8")
+    section = re.search(r"^# The Host kit\n(.*?)(?=^## )", text, re.S | re.M)
     assert section is not None
     (code,) = re.findall(r"^```python\n(.*?)^```", section.group(1), re.S | re.M)
     (tmp_path / "examples" / "data").mkdir(parents=True)
@@ -108,7 +108,7 @@ def test_the_readme_host_example_runs_as_written_on_a_delegating_run(tmp_path: P
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, Any] = {"__name__": "readme"}
     with contextlib.redirect_stdout(io.StringIO()) as out:
-        exec(compile(code, "README.md (Host)", "exec"), namespace)  # noqa: S102
+        exec(compile(code, "docs/host-kit.md", "exec"), namespace)  # noqa: S102
     namespace["journal"].close()
     namespace["deliveries"].close()
     items = [decode(line) for line in DELEGATING.read_text(encoding="utf-8").splitlines()]

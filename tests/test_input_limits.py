@@ -51,7 +51,7 @@ from harness_agui.wire.jsonl import MAX_LINE_BYTES, Journal, scan_journal
 AT = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 PNG = BinaryContent(data=b"\x89PNG", media_type="image/png")
 DEPTH_LIMIT = 240
-"""The documented nesting limit of JSON values (README, core/_json.py)."""
+"""The documented nesting limit of JSON values (docs/projection.md, core/_json.py)."""
 TOO_DEEP = f"nested more than {DEPTH_LIMIT}"
 
 

@@ -12,7 +12,7 @@ regenerate them; the test suite checks that the files match this script.
   the Run that continues after the approval (``replay`` needs ``--run``).
 - broken_journal.jsonl: a Run damaged on purpose for ``harness-agui check``.
 - delegating_run.jsonl: a Run that delegates to a subagent, which delegates to another: one stream of
-  three Runs (``harness_agui.testing.simulated_delegation``; the README's Host example journals it).
+  three Runs (``harness_agui.testing.simulated_delegation``; the example of docs/host-kit.md journals it).
 """
 
 from __future__ import annotations

@@ -75,7 +75,7 @@ class HarnessAguiObserver:
     event's JSON exceeds 64 KiB, user inputs become user messages, the Run is
     named by the Harness's own ids, each Run's items must be numbered from 0
     without a gap (``order="tap"`` takes a13n-harness's producer tap followed
-    by the terminal item instead: see README "The producer tap"), and the
+    by the terminal item instead: see docs/drop-in.md, "The producer tap"), and the
     events are this library's vocabulary (``vocabulary="a13n-stream-protocol/0.21"``
     speaks that package's).
 

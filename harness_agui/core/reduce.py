@@ -1392,6 +1392,6 @@ DEFAULT = Vocabulary(
     announces_run="first_item", subagent_started=ev.subagent_started, subagent_finished=_subagent_finished,
     subagent_failed=_subagent_failed, holds_children=True, closes_children=True, renames_ids=True,
     process=apply_processor, frame=None)
-"""This library's vocabulary, the default of every projection (README "What the projection looks like")."""
+"""This library's vocabulary, the default of every projection (docs/projection.md, "What the projection looks like")."""
 register(DEFAULT)
 object.__setattr__(DEFAULT_OPTIONS, "rules", DEFAULT)  # made (by core.state) before DEFAULT was registered

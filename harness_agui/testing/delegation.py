@@ -22,7 +22,7 @@
 # still running at an arbitrary point (before its first item, after its
 # run_started only, in the middle of a text or reasoning part), except in the
 # middle of a tool call's args: args cut there are not JSON, which no
-# projection can repair (README "Cut-off tool calls"), and every complete
+# projection can repair (docs/projection.md, "Cut-off tool calls"), and every complete
 # generated stream must project onto a valid AG-UI run.
 #
 # Ids are drawn from small pools, so two Runs often use the same tool call id
@@ -318,7 +318,7 @@ def _cut_points(script: list[_Entry]) -> list[bool]:
     """For each position of a script (entries consumed), whether the Run may
     be cut off there: not while a tool call has streamed part of its args (a
     cut there leaves args that are not JSON, which no projection can repair;
-    README "Cut-off tool calls")."""
+    docs/projection.md, "Cut-off tool calls")."""
     partial: set[int] = set()
     ok = [True]
     for entry in script:

@@ -1097,7 +1097,7 @@ RewriteStyle = Literal["tag", "reverse", "halve", "upper", "sequence"]
 
 @attrs.frozen
 class ReplayStableProcessor:
-    """A processor that keeps the processor contract (README "The observer's contract").
+    """A processor that keeps the processor contract (docs/projection.md, "The observer's contract").
 
     It drops events whose type is in ``drop`` (all of them when
     ``drop_modulus`` is 1, else only those of items whose sequence is a
@@ -1162,7 +1162,7 @@ _BREACHES: tuple[Breach, ...] = ("other_type", "structural_field", "timestamp", 
 
 @attrs.frozen
 class ContractBreakingProcessor:
-    """A processor that breaks the processor contract (README "The observer's contract") on every event of
+    """A processor that breaks the processor contract (docs/projection.md, "The observer's contract") on every event of
     type ``target`` and passes every other event through unchanged.
 
     ``breach``: answer with another event class, change a structural field,

@@ -1,4 +1,4 @@
-# The README's "Using it with a13n-harness" section runs as written, against
+# The docs page "Using it with a13n-harness" (docs/a13n.md) runs as written, against
 # the real a13n-harness: its Python blocks, in order, in one namespace.
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from harness_agui.a13n import a13n_equal
 
 pytest.importorskip("a13n_harness", reason="needs a13n-harness (Python 3.13): make test-a13n")
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "a13n.md"
 
 
 def section_code(title: str) -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index(f"## {title}\n")
+    text = PAGE.read_text(encoding="utf-8")
+    start = text.index(f"# {title}\n")
     end = text.find("\n## ", start + 1)
     body = text[start:end if end != -1 else None]
     blocks = re.findall(r"```python\n(.*?)```", body, flags=re.DOTALL)
@@ -26,9 +26,9 @@ def section_code(title: str) -> str:
     return "\n".join(blocks)
 
 
-def test_the_readme_section_runs_and_does_what_it_says() -> None:
+def test_the_a13n_page_runs_and_does_what_it_says() -> None:
     namespace: dict[str, Any] = {"__name__": "readme"}
-    exec(compile(section_code("Using it with a13n-harness"), str(README), "exec"), namespace)
+    exec(compile(section_code("Using it with a13n-harness"), str(PAGE), "exec"), namespace)
     journal, published = namespace["journal"], namespace["published"]
     decode, to_a13n, from_a13n = namespace["decode_line"], namespace["to_a13n"], namespace["from_a13n"]
     runs = list(dict.fromkeys(decode(line).run_id for line in journal))

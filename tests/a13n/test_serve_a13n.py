@@ -740,15 +740,16 @@ def test_the_official_client_holds_a_conversation_with_the_example_agent(node, h
             assert from_a13n(to_a13n(decode(encode(item)))) == item
 
 
-def test_the_readme_section_runs_as_written(tmp_path, monkeypatch) -> None:
+def test_the_runner_by_hand_section_of_the_docs_runs_as_written(tmp_path, monkeypatch) -> None:
     import re
 
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index("### The runner, by hand\n")
-    (code,) = re.findall(r"```python\n(.*?)```", text[start:text.index("\n## ", start + 1)], flags=re.DOTALL)
+    text = (ROOT / "docs" / "serving-a13n.md").read_text(encoding="utf-8")
+    start = text.index("## The runner, by hand\n")
+    end = text.find("\n## ", start + 1)
+    (code,) = re.findall(r"```python\n(.*?)```", text[start:end if end != -1 else None], flags=re.DOTALL)
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, Any] = {"__name__": "readme"}
-    exec(compile(code, "README.md", "exec"), namespace)
+    exec(compile(code, "docs/serving-a13n.md", "exec"), namespace)
     run, journal = namespace["run"], namespace["journal"]
     assert run.result.output == "Hello from a13n-harness." and run.wire_run_id == "r-1"
     assert journal.runs(thread_id=source_thread_id("6f1c6a40-5a43-4c58-9a3c-0d1b2f3e4a5b")) == (run.run_id,)

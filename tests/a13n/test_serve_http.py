@@ -220,10 +220,10 @@ def test_a_post_authorize_refuses_gets_403_before_any_event_and_a_preflight_from
         assert journal.runs() == ()
 
 
-def test_the_readme_app_serves_an_a13n_harness_agent_in_under_15_lines_under_uvicorn(tmp_path: Path) -> None:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index("## Serve an a13n-harness agent\n")
-    (code,) = re.findall(r"```python\n(.*?)```", text[start:text.index("\n### ", start)], flags=re.DOTALL)
+def test_the_docs_app_serves_an_a13n_harness_agent_in_under_15_lines_under_uvicorn(tmp_path: Path) -> None:
+    text = (ROOT / "docs" / "serving-a13n.md").read_text(encoding="utf-8")
+    start = text.index("# Serving an a13n-harness agent\n")
+    (code,) = re.findall(r"```python\n(.*?)```", text[start:text.index("\n## ", start)], flags=re.DOTALL)
     assert len(code.strip().splitlines()) < 15
     (tmp_path / "app.py").write_text(code, encoding="utf-8")
     with socket.socket() as probe:
