@@ -53,6 +53,8 @@
 
 from __future__ import annotations
 
+import types
+import typing
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, overload
 
@@ -84,8 +86,8 @@ from . import _json
 
 __all__ = [
     "Record", "Kind", "KINDS", "kind_named", "kind_of", "event_type", "field_of", "content_of", "with_content",
-    "with_field", "build", "build_complete", "RecordLog", "EventLog", "attributed", "subagent_of", "SUBAGENT_TAG",
-    "FULL_KINDS",
+    "with_field", "build", "build_complete", "check", "RecordLog", "EventLog", "attributed", "subagent_of",
+    "SUBAGENT_TAG", "FULL_KINDS",
 ]
 
 Record = tuple[Any, ...]
@@ -98,7 +100,8 @@ class Kind:
     processor may rewrite (the processor contract, ``core.processor``). Kinds pickle by name."""
 
     __slots__ = ("cls", "name", "tag", "fields", "json_fields", "content", "unset", "attributed",
-                 "_at", "_keys", "_pair", "_optional", "_json_names", "_written", "_omitted", "_validate")
+                 "_at", "_keys", "_pair", "_optional", "_json_names", "_written", "_omitted", "_validate",
+                 "_required", "_choices", "_plain")
 
     def __init__(self, cls: type[BaseEvent], fields: tuple[str, ...], *, json_fields: tuple[str, ...] = (),
                  content: str | None = None, tag: str | None = None) -> None:
@@ -136,9 +139,36 @@ class Kind:
         self._omitted = tuple(name for name in self._json_names
                               if name in self._optional and cls.model_fields[name].default is None)
         self._validate = TypeAdapter(cls).validator.validate_python
+        # What ``check`` needs: the positions of the values an event requires, those of values that must be
+        # one of a few strings (a Literal: a role, a subtype), and whether every value is plain text or such a
+        # choice, so that a record whose values pass those two checks surely builds; a record of another kind
+        # (JSON text, content parts) is checked by building it.
+        self._required = tuple(2 + i for i, name in enumerate(fields) if cls.model_fields[name].is_required())
+        choices = {2 + i: _choices(cls.model_fields[name].annotation) for i, name in enumerate(fields)}
+        self._choices = tuple((at, allowed) for at, allowed in choices.items() if allowed)
+        self._plain = not self._json_names and all(
+            not cls.model_fields[name].metadata
+            and (cls.model_fields[name].annotation in (str, str | None) or choices[2 + i])
+            for i, name in enumerate(fields))
 
     def __repr__(self) -> str:
         return f"<Kind {self.tag}>"
+
+    def check(self, record: Record) -> None:
+        """ValueError unless ``record`` (of this kind's tag and arity, its
+        values str or None) builds an event: its required values are there,
+        its JSON text parses and the event's own validation takes it."""
+        for at in self._required:
+            if record[at] is None:
+                raise ValueError(f"a {self.tag} record without its {self._keys[at - 1]}")
+        for at, allowed in self._choices:
+            if record[at] is not None and record[at] not in allowed:
+                raise ValueError(f"a {self.tag} record whose {self._keys[at - 1]} is not one of {sorted(allowed)}")
+        if not self._plain:
+            try:
+                self.build(record)
+            except RecursionError:
+                raise ValueError(f"a {self.tag} record whose JSON nests too deep") from None
 
     def __reduce__(self) -> tuple[Any, ...]:
         return _kind_tagged, (self.tag,)
@@ -189,6 +219,16 @@ class Kind:
             if text is not None:
                 values[name] = _json.loads(text)
         return values
+
+
+def _choices(annotation: Any) -> frozenset[str]:
+    """The strings a field annotated Literal[...] (or an optional one) may hold; empty for another field."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        annotation = args[0] if len(args) == 1 else None
+    if typing.get_origin(annotation) is typing.Literal and all(type(a) is str for a in typing.get_args(annotation)):
+        return frozenset(typing.get_args(annotation))
+    return frozenset()
 
 
 RUN_STARTED = Kind(RunStartedEvent, ("thread_id", "run_id"))
@@ -424,6 +464,25 @@ def with_field(record: Record, name: str, value: Any) -> Record:
     if record[at] == value:
         return record
     return record[:at] + (value,) + record[at + 1:]
+
+
+def check(row: Any) -> Record:
+    """``row`` as a record, if it is one this release could have made: a
+    list or tuple of a known tag, an int timestamp and the kind's values (str
+    or None) that build its event (``Kind.check``). Raises ValueError
+    otherwise. What a checkpoint's records go through when restored."""
+    if type(row) not in (list, tuple) or len(row) < 2:
+        raise ValueError("a record that is not an array of its tag, timestamp and values")
+    tag = row[0]
+    kind = _BY_TAG.get(tag) if type(tag) is str else None
+    if kind is None or len(row) != len(kind.fields) + 2 or type(row[1]) is not int:
+        raise ValueError(f"a record that is not one of this release's kinds ({str(tag)[:80]!r})")
+    for v in row[2:]:
+        if v is not None and type(v) is not str:
+            raise ValueError(f"a {tag} record holding a {type(v).__name__}")
+    record = tuple(row)
+    kind.check(record)
+    return record
 
 
 def build(record: Record) -> BaseEvent:
