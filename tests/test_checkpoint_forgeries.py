@@ -292,3 +292,11 @@ def test_a_record_of_the_log_that_does_not_build_its_event_is_refused() -> None:
             HarnessAguiObserver.restore(_sealed(dict(header, event_count=header["event_count"] + 1),
                                                 [sections[0], json.dumps(records).encode(), *sections[2:]]))
         assert error.value.problem == "corrupt"
+
+
+def test_a_listed_message_the_client_s_list_cannot_hold_is_refused() -> None:
+    c = _state_at(29, retain_events=False, track_messages=True).events.messages
+    at = next(at for at in c.listed if type(c.settled[at]).__name__ == "Message" and c.settled[at].kind == "text")
+    for change in ({"role": "system"}, {"role": "user", "chunks": None}, {"kind": "reasoning", "chunks": None},
+                   {"tool_calls": ("call-never-started",)}):
+        _refused(_conversation_state(settled=c.settled.set(at, attrs.evolve(c.settled[at], **change))))

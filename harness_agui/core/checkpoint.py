@@ -85,8 +85,7 @@ from .history import HistoryCursor
 from .idmap import IdMap, IdSet
 from .invariants import InconsistentState, check_state
 from .livelog import LiveLog
-from .records import RecordLog
-from .records import check as check_record
+from .records import RecordLog, check_rows
 from .state import ProjectionState
 from .vector import Vector
 
@@ -331,10 +330,9 @@ def _records(data: bytes | memoryview) -> tuple[Any, ...]:
     if type(rows) is not list:
         raise _Malformed("a section of records that is not an array")
     try:
-        out = [check_record(row) for row in rows]
+        return check_rows(rows)
     except ValueError as e:
         raise _Malformed(str(e)) from None
-    return tuple(out)
 
 
 def _block(data: bytes | memoryview) -> tuple[tuple[Any, ...], ...]:

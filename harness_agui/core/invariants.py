@@ -30,8 +30,12 @@
 # ``listed`` a message of the client's list, ``after`` tool results inserted
 # after a listed message), every open entry names its entry and starts with a
 # record of the matching kind, the records it keeps are records this release
-# makes, the calls a message holds are calls it knows, and its message list
-# and catch-up can be read.
+# makes, and every listed message is one the client's list can hold (a role
+# it knows, content where the message needs it, JSON that parses, tool calls
+# that started): what ``messages()`` and ``catch_up()`` read of it. These
+# rules restate what the client's own validation would say of the list,
+# because running it (``messages_of``) would cost a restore more than the
+# rest of the check.
 #
 # The cost is linear in the state (its children, parts, ids and, for a
 # live-only log that tracks messages, the conversation's entries), next to
@@ -43,17 +47,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from . import _json
 from . import records as ev
-from .conversation import (
-    Conversation,
-    Message,
-    Subagent,
-    ToolCall,
-    ToolResult,
-    _Open,
-    catch_up_events,
-    messages_json,
-)
+from .conversation import _MESSAGE, Conversation, Message, Subagent, ToolCall, ToolResult, _Open
 from .history import HistoryCursor
 from .livelog import LiveLog
 from .state import OpenPart, ProjectionState, RunState
@@ -160,7 +156,7 @@ def _check_record(record: Any, what: str) -> None:
 def check_conversation(c: Conversation) -> None:
     """InconsistentState unless conversation ``c`` agrees with itself (the
     module comment)."""
-    settled = c.settled
+    settled = tuple(c.settled)  # read once: indexing a tuple is cheaper than a Vector lookup per index
     n = len(settled)
 
     def entry(at: Any, cls: type | tuple[type, ...], what: str) -> Any:
@@ -185,21 +181,13 @@ def check_conversation(c: Conversation) -> None:
             raise _fail(f"subagent {run_id!r} at position {at}, which holds another subagent")
     listed = set()
     for at in c.listed:
-        found = entry(at, (Message, ToolResult), "a listed message")
-        if type(found) is ToolResult and (not found.in_run or found.message_id is None):
-            raise _fail(f"a listed tool result at position {at} that is no message of the client's")
+        _check_listed(c, settled, entry(at, (Message, ToolResult), "a listed message"), at)
         listed.add(at)
     for key, inserted in c.after.items():
         if not key.isdigit() or int(key) not in listed:
             raise _fail(f"tool results inserted after position {key!r}, which is no listed message")
         for at in inserted:
-            entry(at, ToolResult, f"a tool result inserted after position {key}")
-    for at in range(n):
-        found = settled[at]
-        if type(found) is Message and found.tool_calls:
-            for call_id in found.tool_calls:
-                if call_id not in c.calls:
-                    raise _fail(f"message {found.message_id!r} holds unknown tool call {call_id!r}")
+            _check_listed(c, settled, entry(at, ToolResult, f"a tool result inserted after position {key}"), at)
     _check_opens(c.open, entry, Message, ("TEXT_MESSAGE_START", "REASONING_MESSAGE_START"), "message_id",
                  c.ticks, started=False)
     _check_opens(c.open_calls, entry, ToolCall, ("TOOL_CALL_START",), "tool_call_id", c.ticks, started=False)
@@ -215,11 +203,40 @@ def check_conversation(c: Conversation) -> None:
     for fragment in c.fragments:
         if not 0 <= fragment.index < fragment.count:
             raise _fail(f"fragment {fragment.index} of {fragment.count}")
-    try:  # what the client's list and a catch-up read: every message's fields (roles, JSON) as they are read
-        messages_json(c)
-        catch_up_events(c)
-    except (ValueError, KeyError, IndexError, AssertionError, TypeError) as e:
-        raise _fail(f"a conversation that does not read ({type(e).__name__}: {e})") from None
+
+
+_ROLES = (None, "assistant", "user")  # the text messages the client's list holds (``conversation.messages_of``)
+
+
+def _check_listed(c: Conversation, settled: tuple[Any, ...], found: Message | ToolResult, at: int) -> None:
+    """A message of the client's list that ``messages_of`` and a catch-up can read: what
+    ``conversation._message_json`` writes of it is a message of the client's."""
+    if isinstance(found, ToolResult):
+        if not found.in_run or found.message_id is None:
+            raise _fail(f"a listed tool result at position {at} that is no message of the client's")
+        try:
+            content = found.content.value
+            metadata = None if found.metadata is None else _json.loads(found.metadata)
+        except (ValueError, RecursionError) as e:
+            raise _fail(f"a listed tool result at position {at} whose JSON does not parse ({e})") from None
+        if metadata is not None and type(metadata) is not dict:
+            raise _fail(f"a listed tool result at position {at} whose metadata is not an object")
+        if type(content) is not str:  # content parts: the client's own validation says (rare)
+            try:
+                _MESSAGE.validate_python({"id": found.message_id, "role": "tool", "content": content,
+                                          "toolCallId": found.tool_call_id})
+            except ValueError as e:
+                raise _fail(f"a listed tool result at position {at} whose content is no message's ({e})") from None
+        return
+    if found.kind == "reasoning" or found.role == "user":
+        if found.chunks is None:
+            raise _fail(f"listed message {found.message_id!r} without content")
+    elif found.role not in _ROLES:
+        raise _fail(f"listed message {found.message_id!r} of role {found.role!r}")
+    for call_id in found.tool_calls or ():
+        call_at = c.calls.get(call_id)
+        if call_at is None or settled[call_at].name is None:
+            raise _fail(f"message {found.message_id!r} holds tool call {call_id!r}, which never started")
 
 
 def _check_opens(opens: Iterable[_Open], entry: Any, cls: type, kinds: tuple[str, ...], id_field: str,
