@@ -41,7 +41,17 @@
 # after the last sealed block, and one section per sealed block of 4096
 # records follows: each a JSON array of records, a record an array of its
 # type tag, its timestamp and its values (str or null), checked against the
-# record kinds the library knows (tag and arity).
+# record kinds the library knows (``records.check``: tag, arity, and values
+# that build the event: required ones present, JSON text that parses).
+#
+# A state that decodes must also hold together (``core.invariants``): its
+# children filed under their own run ids, announcement numbers unique, no
+# parent chain that loops, the owners of published ids runs of the stream,
+# open parts in index order, held records ones the library makes, and a
+# live-only log's conversation consistent with itself. Anyone can write a
+# well-formed checkpoint whose parts disagree, which the observer would take
+# and then fail on in observe(), messages() or catch_up(); it is refused
+# ("corrupt") instead, so every checkpoint restored is one the observer can use.
 #
 # Verification order: the digest over the whole checkpoint first, then the
 # header, then the sections. The CRC-32 detects damage only (as the Host
@@ -73,8 +83,9 @@ from . import conversation, state
 from .errors import CheckpointError
 from .history import HistoryCursor
 from .idmap import IdMap, IdSet
+from .invariants import InconsistentState, check_state
 from .livelog import LiveLog
-from .records import _BY_TAG, RecordLog
+from .records import RecordLog, check_rows
 from .state import ProjectionState
 from .vector import Vector
 
@@ -310,26 +321,18 @@ def _records_json(records: Sequence[Any]) -> bytes:
 
 def _records(data: bytes | memoryview) -> tuple[Any, ...]:
     """The records of a section: a JSON array of records, each checked
-    against the kinds the library knows. _Malformed for anything else."""
+    against the kinds the library knows (``records.check``: tag, arity and
+    values that build the event). _Malformed for anything else."""
     try:
         rows = json.loads(bytes(data).decode("utf-8", "surrogatepass"))
     except ValueError as e:
         raise _Malformed(f"a section of records that is not JSON ({e})") from None
     if type(rows) is not list:
         raise _Malformed("a section of records that is not an array")
-    out = []
-    kinds = _BY_TAG
-    for row in rows:
-        if type(row) is not list or len(row) < 2:
-            raise _Malformed("a record that is not an array of its tag, timestamp and values")
-        kind = kinds.get(row[0]) if type(row[0]) is str else None
-        if kind is None or len(row) != len(kind.fields) + 2 or type(row[1]) is not int:
-            raise _Malformed(f"a record that is not one of this release's kinds ({str(row[0])[:80]!r})")
-        for v in row[2:]:
-            if v is not None and type(v) is not str:
-                raise _Malformed(f"a {row[0]} record holding a {type(v).__name__}")
-        out.append(tuple(row))
-    return tuple(out)
+    try:
+        return check_rows(rows)
+    except ValueError as e:
+        raise _Malformed(str(e)) from None
 
 
 def _block(data: bytes | memoryview) -> tuple[tuple[Any, ...], ...]:
@@ -497,6 +500,10 @@ def decode(data: bytes | memoryview, *, processor_identity: str | None, run_id: 
             or state.last_sequence != info.last_sequence or stream_position(state) != info.position
             or state.finished != info.finished or len(state.events) != info.event_count):
         raise CheckpointError("a checkpoint whose state does not match its header", problem="corrupt")
+    try:
+        check_state(state)
+    except InconsistentState as e:
+        raise CheckpointError(f"a checkpoint whose state does not hold together: {e}", problem="corrupt") from None
     return state
 
 

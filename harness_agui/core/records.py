@@ -53,6 +53,8 @@
 
 from __future__ import annotations
 
+import types
+import typing
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, overload
 
@@ -84,8 +86,9 @@ from . import _json
 
 __all__ = [
     "Record", "Kind", "KINDS", "kind_named", "kind_of", "event_type", "field_of", "content_of", "with_content",
-    "with_field", "build", "build_complete", "RecordLog", "EventLog", "attributed", "subagent_of", "SUBAGENT_TAG",
-    "FULL_KINDS",
+    "with_field", "build", "build_complete", "check", "check_rows", "RecordLog", "EventLog", "attributed",
+    "subagent_of",
+    "SUBAGENT_TAG", "FULL_KINDS",
 ]
 
 Record = tuple[Any, ...]
@@ -98,7 +101,8 @@ class Kind:
     processor may rewrite (the processor contract, ``core.processor``). Kinds pickle by name."""
 
     __slots__ = ("cls", "name", "tag", "fields", "json_fields", "content", "unset", "attributed",
-                 "_at", "_keys", "_pair", "_optional", "_json_names", "_written", "_omitted", "_validate")
+                 "_at", "_keys", "_pair", "_optional", "_json_names", "_written", "_omitted", "_validate",
+                 "_required", "_choices", "_json", "_plain", "_simple")
 
     def __init__(self, cls: type[BaseEvent], fields: tuple[str, ...], *, json_fields: tuple[str, ...] = (),
                  content: str | None = None, tag: str | None = None) -> None:
@@ -136,9 +140,45 @@ class Kind:
         self._omitted = tuple(name for name in self._json_names
                               if name in self._optional and cls.model_fields[name].default is None)
         self._validate = TypeAdapter(cls).validator.validate_python
+        # What ``check`` needs, worked out once from the event class: the positions of the values the event
+        # requires; of those that must be one of a few strings (a Literal: a role, a subtype); of JSON text
+        # that may hold any value, or an object; and whether those checks say all (every other value is text
+        # the event takes as it is), so that a record that passes them surely builds. A record of any other
+        # kind (an outcome, a usage, content parts) is checked by building it. ``_simple``: every value is
+        # required text, nothing else to check (the streaming kinds, most of every log).
+        self._required = tuple(2 + i for i, name in enumerate(fields) if cls.model_fields[name].is_required())
+        checks = {2 + i: _value_check(cls.model_fields[name], name in self.json_fields)
+                  for i, name in enumerate(fields)}
+        self._choices = tuple((at, c) for at, c in checks.items() if type(c) is frozenset)
+        self._json = tuple((at, c) for at, c in checks.items() if c in (_ANY_JSON, _OBJECT_JSON))
+        self._plain = None not in checks.values()
+        self._simple = self._plain and len(self._required) == len(fields) and not self._choices and not self._json
 
     def __repr__(self) -> str:
         return f"<Kind {self.tag}>"
+
+    def check(self, record: Record) -> None:
+        """ValueError unless ``record`` (of this kind's tag and arity, its
+        values str or None) builds an event: its required values are there,
+        its JSON text parses and the event's own validation takes it."""
+        for at in self._required:
+            if record[at] is None:
+                raise ValueError(f"a {self.tag} record without its {self._keys[at - 1]}")
+        for at, allowed in self._choices:
+            if record[at] is not None and record[at] not in allowed:
+                raise ValueError(f"a {self.tag} record whose {self._keys[at - 1]} is not one of {sorted(allowed)}")
+        try:
+            for at, what in self._json:
+                if record[at] is not None:
+                    value = _json.loads(record[at])
+                    if what is _OBJECT_JSON and type(value) is not dict:
+                        raise ValueError(f"{self._keys[at - 1]} is not a JSON object")
+            if not self._plain:
+                self.build(record)
+        except RecursionError:
+            raise ValueError(f"a {self.tag} record whose JSON nests too deep") from None
+        except ValueError as e:
+            raise ValueError(f"a {self.tag} record that does not build its event ({e})") from None
 
     def __reduce__(self) -> tuple[Any, ...]:
         return _kind_tagged, (self.tag,)
@@ -189,6 +229,37 @@ class Kind:
             if text is not None:
                 values[name] = _json.loads(text)
         return values
+
+
+_ANY_JSON = "any JSON"
+_OBJECT_JSON = "a JSON object"
+
+
+def _value_check(field: Any, is_json: bool) -> frozenset[str] | str | None:
+    """How ``Kind.check`` checks a value of an event field: "" (text the
+    event takes as it is), the strings a Literal allows, _ANY_JSON or
+    _OBJECT_JSON (JSON text of any value, of an object), or None (only
+    building the event tells)."""
+    annotation = field.annotation
+    if field.metadata:
+        return None
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if not is_json and str in args:
+            return ""  # text, or something else that a record never holds as text
+        annotation = args[0] if len(args) == 1 else None
+    if is_json:
+        if annotation is Any:
+            return _ANY_JSON
+        if annotation is dict or typing.get_origin(annotation) is dict:
+            key, value = typing.get_args(annotation) or (str, Any)
+            return _OBJECT_JSON if key is str and value is Any else None
+        return None
+    if annotation is str:
+        return ""
+    if typing.get_origin(annotation) is typing.Literal and all(type(a) is str for a in typing.get_args(annotation)):
+        return frozenset(typing.get_args(annotation))
+    return None
 
 
 RUN_STARTED = Kind(RunStartedEvent, ("thread_id", "run_id"))
@@ -264,6 +335,10 @@ _BY_TAG.update(
     (v.tag, v) for v in (_attributed_variant(k) for k in (*KINDS.values(), *FULL_KINDS)
                          if "subagent_run_id" in k.cls.model_fields and "subagent_run_id" not in k.fields)
 )
+
+
+_SIMPLE: dict[str, int] = {tag: 2 + len(k.fields) for tag, k in _BY_TAG.items() if k._simple}
+"""The length of a record of each kind whose values are all required text (``check_rows``' fast case)."""
 
 
 def kind_named(name: str) -> Kind:
@@ -424,6 +499,44 @@ def with_field(record: Record, name: str, value: Any) -> Record:
     if record[at] == value:
         return record
     return record[:at] + (value,) + record[at + 1:]
+
+
+def check_rows(rows: list[Any]) -> tuple[Record, ...]:
+    """Every row of ``rows`` as a record (``check``); ValueError at the first
+    that is not one. The rows of the streaming kinds (required text only)
+    take one test each: most of a log is those."""
+    simple = _SIMPLE
+    out: list[Record] = []
+    append = out.append
+    for row in rows:
+        if type(row) is list and len(row) == 4 and type(row[1]) is int and type(row[2]) is str \
+                and type(row[3]) is str and type(row[0]) is str and simple.get(row[0]) == 4:
+            append(tuple(row))
+        elif type(row) is list and len(row) == 3 and type(row[1]) is int and type(row[2]) is str \
+                and type(row[0]) is str and simple.get(row[0]) == 3:
+            append(tuple(row))
+        else:
+            append(check(row))
+    return tuple(out)
+
+
+def check(row: Any) -> Record:
+    """``row`` as a record, if it is one this release could have made: a
+    list or tuple of a known tag, an int timestamp and the kind's values (str
+    or None) that build its event (``Kind.check``). Raises ValueError
+    otherwise. What a checkpoint's records go through when restored."""
+    if type(row) not in (list, tuple) or len(row) < 2:
+        raise ValueError("a record that is not an array of its tag, timestamp and values")
+    tag = row[0]
+    kind = _BY_TAG.get(tag) if type(tag) is str else None
+    if kind is None or len(row) != len(kind.fields) + 2 or type(row[1]) is not int:
+        raise ValueError(f"a record that is not one of this release's kinds ({str(tag)[:80]!r})")
+    for v in row[2:]:
+        if v is not None and type(v) is not str:
+            raise ValueError(f"a {tag} record holding a {type(v).__name__}")
+    record = tuple(row)
+    kind.check(record)
+    return record
 
 
 def build(record: Record) -> BaseEvent:

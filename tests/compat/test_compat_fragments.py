@@ -12,6 +12,7 @@ from harness_agui.compat.a13n_stream_protocol.fragments import (
     FRAME_CHARS,
     CustomEventAssembler,
     FragmentState,
+    PendingFrames,
     fragment_custom_event,
 )
 
@@ -138,3 +139,99 @@ def test_the_exported_state_has_the_json_shape_hosts_persist() -> None:
 def test_bounds_below_one_are_refused(bounds: dict[str, int]) -> None:
     with pytest.raises(ValueError, match="must be positive"):
         CustomEventAssembler(**bounds)
+
+
+# -- restored bounds and the cost of many open assemblies (issue 36, item 11) ----------------------------------
+
+def _first_frame(identity: str, data: str = "x", count: int = 2) -> dict:
+    return {"type": "CUSTOM", "name": FRAGMENT_EVENT_NAME,
+            "value": {"id": identity, "index": 0, "count": count, "data": data}}
+
+
+@pytest.mark.parametrize("state", [
+    {"max_pending": 10**9},
+    {"max_bytes": 2**62},
+    {"max_pending": 1, "pending": {"a": {"count": 2, "parts": ["x"], "size": 1},
+                                   "b": {"count": 2, "parts": ["y"], "size": 1}}},
+    {"pending": {"a": {"count": 2, "parts": ["x"], "size": 0}}},
+    {"pending": {"a": {"count": 2, "parts": ["é"], "size": 1}}},
+    {"pending": {"a": {"count": 2, "parts": ["x", "y"], "size": 2}}},
+    {"pending": {"a": {"count": 0, "parts": [], "size": 0}}},
+    {"pending": {"a": {"count": 3, "parts": [], "size": 0}}},
+    {"max_bytes": 100, "pending": {"a": {"count": 2, "parts": ["x" * 90], "size": 90},
+                                   "b": {"count": 2, "parts": ["y" * 90], "size": 90}}},
+])
+def test_a_restored_state_with_absurd_bounds_or_counts_that_do_not_add_up_is_refused(state: dict) -> None:
+    text = json.dumps(state)
+    with pytest.raises(ValueError):
+        FragmentState.model_validate_json(text)
+    unchecked = FragmentState().model_dump() | state
+    unchecked["pending"] = {k: PendingFrames.model_construct(**v) for k, v in unchecked["pending"].items()}
+    with pytest.raises(ValueError):  # a state built without validation is checked by restore itself
+        CustomEventAssembler.restore(FragmentState.model_construct(**unchecked))
+
+
+def test_a_state_at_the_documented_limits_restores() -> None:
+    state = FragmentState.model_validate_json(json.dumps(
+        {"max_pending": 2**16, "max_bytes": 2**30, "pending": {"a": {"count": 2, "parts": ["é"], "size": 2}}}))
+    assembler = CustomEventAssembler.restore(state)
+    assert assembler.export() == state
+
+
+def test_bounds_above_the_documented_limits_are_refused_by_the_constructor_too() -> None:
+    with pytest.raises(ValueError):
+        CustomEventAssembler(max_pending=2**16 + 1)
+    with pytest.raises(ValueError):
+        CustomEventAssembler(max_bytes=2**30 + 1)
+
+
+def test_empty_frames_count_toward_the_byte_budget() -> None:
+    assembler = CustomEventAssembler(max_bytes=10_000)
+    frames = [{"type": "CUSTOM", "name": FRAGMENT_EVENT_NAME,
+               "value": {"id": "empty", "index": i, "count": 10**6, "data": ""}} for i in range(10_000)]
+    assert all(assembler.accept(frame) is None for frame in frames)
+    assert assembler.gap and assembler.export().pending == {}
+
+
+def _python_calls(n: int) -> int:
+    """Python-level calls (function calls and generator resumptions) made while
+    ``n`` events are open at once: a deterministic measure of the work."""
+    import sys
+
+    assembler = CustomEventAssembler.restore(FragmentState(max_pending=2**16))
+    frames = [_first_frame(f"id-{i}") for i in range(n)]
+    calls = 0
+
+    def count(frame: object, event: str, arg: object) -> None:
+        nonlocal calls
+        if event == "call":
+            calls += 1
+
+    sys.setprofile(count)
+    try:
+        for frame in frames:
+            assembler.accept(frame)
+    finally:
+        sys.setprofile(None)
+    assert len(assembler.export().pending) == n and not assembler.gap
+    return calls
+
+
+def test_the_work_of_assembling_grows_linearly_with_the_events_open_at_once() -> None:
+    small, large = _python_calls(5_000), _python_calls(20_000)
+    assert large < 5 * small, (small, large)  # linear: 4 times the work; quadratic: 16
+
+
+def test_evicting_the_oldest_of_many_open_assemblies_takes_linear_time() -> None:
+    import time
+
+    def seconds(n: int) -> float:
+        assembler = CustomEventAssembler(max_pending=n // 2)
+        frames = [_first_frame(f"id-{i}") for i in range(4 * n)]
+        start = time.perf_counter()
+        for frame in frames:
+            assembler.accept(frame)
+        return time.perf_counter() - start
+
+    small, large = min(seconds(5_000) for _ in range(3)), min(seconds(20_000) for _ in range(3))
+    assert large < 10 * small, (small, large)  # linear: 4 times as long; quadratic: 16 or more

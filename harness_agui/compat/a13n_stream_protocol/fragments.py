@@ -17,19 +17,35 @@
 # event. Its state exports to FragmentState (pydantic, JSON) and restores from
 # it, so a display checkpoint can hold the frames of an event that is still
 # arriving; the JSON shape is the one a13n-stream-protocol's Hosts persist.
+#
+# A restored state is data someone may have written, so its bounds are held to
+# the documented limits (MAX_PENDING_LIMIT, MAX_BYTES_LIMIT, the constructor's
+# too) and its counts must add up (each ``size`` the UTF-8 bytes of its
+# ``parts``, fewer parts than ``count``, no more assemblies than ``max_pending``
+# and no more held than ``max_bytes``): FragmentState's validator refuses
+# anything else, and ``restore`` validates again whatever it is given. Every
+# held frame costs FRAME_OVERHEAD bytes of the budget besides its data, so that
+# empty frames cannot pile up for free. The assembler keeps the bytes it holds
+# as a running total and its assemblies oldest first in an OrderedDict (the
+# oldest leaves in constant time): a frame costs the same however many events
+# are open, never a scan of them.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Self
 
 from ag_ui.core.events import CustomEvent
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 __all__ = [
     "FRAGMENT_EVENT_NAME",
     "FRAME_CHARS",
+    "FRAME_OVERHEAD",
     "FRAME_THRESHOLD_BYTES",
+    "MAX_BYTES_LIMIT",
+    "MAX_PENDING_LIMIT",
     "CustomEventAssembler",
     "FragmentState",
     "PendingFrames",
@@ -41,8 +57,24 @@ FRAME_THRESHOLD_BYTES = 48 * 1024
 """A CUSTOM event whose JSON is longer than this many UTF-8 bytes is framed."""
 FRAME_CHARS = 4096
 """Characters of the original event's JSON text in one frame."""
+FRAME_OVERHEAD = 64
+"""Bytes of the assembler's budget every held frame costs besides its data (so an empty frame counts)."""
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_PENDING = 8
+MAX_BYTES_LIMIT = 1024 * 1024 * 1024
+"""The largest ``max_bytes`` an assembler takes or restores (1 GiB)."""
+MAX_PENDING_LIMIT = 65536
+"""The largest ``max_pending`` an assembler takes or restores."""
+
+
+def _check_bounds(max_bytes: object, max_pending: object) -> None:
+    """ValueError unless both bounds are ints from 1 to their documented limit."""
+    for name, value, limit in (("max_bytes", max_bytes, MAX_BYTES_LIMIT),
+                               ("max_pending", max_pending, MAX_PENDING_LIMIT)):
+        if type(value) is not int or value < 1:
+            raise ValueError(f"custom event assembly bounds must be positive ({name}={value!r})")
+        if value > limit:
+            raise ValueError(f"custom event assembly bound {name}={value} is above its limit {limit}")
 
 
 def fragment_custom_event(event: CustomEvent, *, identity: str) -> list[CustomEvent]:
@@ -72,9 +104,14 @@ class PendingFrames(BaseModel):
     order, ``size`` their UTF-8 bytes."""
 
     model_config = ConfigDict(extra="forbid")
-    count: int
+    count: int = Field(ge=1)
     parts: list[str] = Field(default_factory=list)
-    size: int = 0
+    size: int = Field(default=0, ge=0)
+
+    @property
+    def held(self) -> int:
+        """What these frames cost of an assembler's byte budget."""
+        return self.size + FRAME_OVERHEAD * len(self.parts)
 
 
 class FragmentState(BaseModel):
@@ -84,8 +121,29 @@ class FragmentState(BaseModel):
     model_config = ConfigDict(extra="forbid")
     pending: dict[str, PendingFrames] = Field(default_factory=dict)
     gap: bool = False
-    max_bytes: int = Field(default=DEFAULT_MAX_BYTES, ge=1)
-    max_pending: int = Field(default=DEFAULT_MAX_PENDING, ge=1)
+    max_bytes: int = Field(default=DEFAULT_MAX_BYTES, ge=1, le=MAX_BYTES_LIMIT)
+    max_pending: int = Field(default=DEFAULT_MAX_PENDING, ge=1, le=MAX_PENDING_LIMIT)
+
+    @model_validator(mode="after")
+    def _counts_add_up(self) -> Self:
+        _check_state(self)
+        return self
+
+
+def _check_state(state: FragmentState) -> None:
+    """ValueError unless ``state`` is one an assembler can be in (module comment). Linear in its frames."""
+    _check_bounds(state.max_bytes, state.max_pending)
+    if len(state.pending) > state.max_pending:
+        raise ValueError(f"{len(state.pending)} open assemblies, more than max_pending={state.max_pending}")
+    held = 0
+    for identity, frames in state.pending.items():
+        if type(frames.count) is not int or not 0 < len(frames.parts) < frames.count:
+            raise ValueError(f"assembly {identity!r} holds {len(frames.parts)} of {frames.count!r} frames")
+        if frames.size != sum(len(part.encode("utf-8")) for part in frames.parts):
+            raise ValueError(f"assembly {identity!r} says {frames.size!r} bytes, not those of its frames")
+        held += frames.held
+    if held > state.max_bytes:
+        raise ValueError(f"open assemblies holding {held} bytes, more than max_bytes={state.max_bytes}")
 
 
 class CustomEventAssembler:
@@ -93,36 +151,42 @@ class CustomEventAssembler:
 
     ``max_bytes`` bounds the data held across all open assemblies,
     ``max_pending`` the number of events being assembled at once (the oldest
-    is dropped, and ``gap`` set, to start another). Raises ValueError for a
-    bound below 1.
+    is dropped, and ``gap`` set, to start another); each held frame counts
+    FRAME_OVERHEAD bytes besides its data. Raises ValueError for a bound
+    below 1 or above its limit (MAX_BYTES_LIMIT, MAX_PENDING_LIMIT).
     """
 
     def __init__(self, *, max_bytes: int = DEFAULT_MAX_BYTES, max_pending: int = DEFAULT_MAX_PENDING) -> None:
-        if max_bytes < 1 or max_pending < 1:
-            raise ValueError("custom event assembly bounds must be positive")
+        _check_bounds(max_bytes, max_pending)
         self.max_bytes = max_bytes
         self.max_pending = max_pending
         self.gap = False
-        self._pending: dict[str, PendingFrames] = {}
-
-    @property
-    def _held(self) -> int:
-        return sum(frames.size for frames in self._pending.values())
+        self._pending: OrderedDict[str, PendingFrames] = OrderedDict()  # oldest first
+        self._held = 0  # the sum of the held frames' ``held``
 
     def export(self) -> FragmentState:
         """A detached copy of the assembler's state."""
         return FragmentState(
-            pending=self._pending, gap=self.gap, max_bytes=self.max_bytes, max_pending=self.max_pending
+            pending=dict(self._pending), gap=self.gap, max_bytes=self.max_bytes, max_pending=self.max_pending
         ).model_copy(deep=True)
 
     @classmethod
     def restore(cls, state: FragmentState) -> CustomEventAssembler:
-        """An assembler that continues from ``state`` (which is not shared)."""
-        copy = state.model_copy(deep=True)
+        """An assembler that continues from ``state`` (which is not shared).
+        Raises ValueError (pydantic's ValidationError) for a state no assembler
+        can be in: bounds outside their limits, or counts that do not add up
+        (see the module comment); nothing is restored then."""
+        copy = FragmentState.model_validate(state.model_dump())  # validated again, and a deep copy
         assembler = cls(max_bytes=copy.max_bytes, max_pending=copy.max_pending)
-        assembler._pending = copy.pending
+        assembler._pending = OrderedDict(copy.pending)
+        assembler._held = sum(frames.held for frames in copy.pending.values())
         assembler.gap = copy.gap
         return assembler
+
+    def _drop(self, identity: str) -> None:
+        frames = self._pending.pop(identity, None)
+        if frames is not None:
+            self._held -= frames.held
 
     def accept(self, payload: Mapping[str, Any]) -> Mapping[str, Any] | None:
         """Take one event as JSON. Anything but a frame comes back unchanged (the
@@ -138,23 +202,25 @@ class CustomEventAssembler:
             return None
         identity, index, count, data = frame
         if index == 0:
-            self._pending.pop(identity, None)
+            self._drop(identity)
             while len(self._pending) >= self.max_pending:
-                del self._pending[next(iter(self._pending))]
+                _, oldest = self._pending.popitem(last=False)
+                self._held -= oldest.held
                 self.gap = True
             self._pending[identity] = PendingFrames(count=count)
         frames = self._pending.get(identity)
         size = len(data.encode("utf-8"))
         if (frames is None or frames.count != count or len(frames.parts) != index
-                or self._held + size > self.max_bytes):
-            self._pending.pop(identity, None)
+                or self._held + size + FRAME_OVERHEAD > self.max_bytes):
+            self._drop(identity)
             self.gap = True
             return None
         frames.parts.append(data)
         frames.size += size
+        self._held += size + FRAME_OVERHEAD
         if len(frames.parts) < count:
             return None
-        del self._pending[identity]
+        self._drop(identity)
         try:
             event = CustomEvent.model_validate_json("".join(frames.parts))
         except ValidationError:
