@@ -286,9 +286,10 @@ def step(state: ProjectionState, item: HarnessStreamEvent,
     # A stream without children publishes every id as it is, and its owners are only counted once a
     # child appears (``_delegating``).
     run = vocab.convert(root, history, event, ts, out, options)
+    # _shaped(), written out: the processor, the framing, the size limit
     records = out if processor is None or not out else vocab.process(processor, event, out)
     if vocab.frame is not None and records:
-        records = vocab.frame(event, records)
+        records = vocab.frame(event, records, 0)
     events = state.events
     if len(records) == 1:
         record = records[0]  # a token's delta: fits() written out, at a token's cost
@@ -374,10 +375,8 @@ def _child_step(state: ProjectionState, item: HarnessStreamEvent,
         run = vocab.convert(sub.run, history, item, ts, own, _child_options(options))  # type: ignore[arg-type]
     state, run, own = _publish(state, run, run_id, own, attribute=True)
     sub = with_fields(sub, run=run)
-    if not pieces:
-        held = own if processor is None or not own else vocab.process(processor, item, own)
-        if state.options.max_event_bytes is not None:
-            held = fit(held, item, state.options.max_event_bytes)
+    if not pieces:  # held as they will go out, shaped by their own item
+        held, _ = _shaped(vocab, processor, item, own, state.options.max_event_bytes, 0)
         return state._replace(subagents=state.subagents.set(run_id, with_fields(sub, pending=tuple(held)))), []
     pieces.append((True, own))
     return _emit(state._replace(subagents=state.subagents.set(run_id, sub)), item, processor, pieces)
@@ -558,22 +557,37 @@ def _unknown(state: ProjectionState, item: HarnessStreamEvent, message: str, **e
 
 def _emit(state: ProjectionState, item: HarnessStreamEvent, processor: Processor | None,
           pieces: list[tuple[bool, list[Record]]]) -> tuple[ProjectionState, list[Record]]:
-    """The item's records in order: fresh ones through the processor, held
-    ones (a child's events from before its announcement) as they were kept;
-    appended to the log."""
+    """The item's records in order: fresh ones shaped (``_shaped``), held
+    ones (a child's events from before its announcement) as they were kept,
+    shaped by their own item; appended to the log."""
     vocab = state.options.rules
     records: list[Record] = []
     limit = state.options.max_event_bytes
+    made = 0  # the item's fresh records so far, processed: where a framing vocabulary counts from
     for fresh, piece in pieces:
-        if fresh and processor is not None and piece:
-            piece = vocab.process(processor, item, piece)
-        if fresh and limit is not None:
-            piece = fit(piece, item, limit)
+        if fresh and piece:
+            piece, processed = _shaped(vocab, processor, item, piece, limit, made)
+            made += processed
         records.extend(piece)
-    if vocab.frame is not None and records:
-        records = vocab.frame(item, records)
     state = state._replace(events=state.events.extend(records)) if records else state
     return _note_texts(state, records), records
+
+
+def _shaped(vocab: Vocabulary, processor: Processor | None, item: HarnessStreamEvent, records: list[Record],
+            limit: int | None, first: int) -> tuple[list[Record], int]:
+    """An item's fresh records as they go out, in the one order every path
+    takes (the childless fast path in ``step`` writes it out for a token's
+    cost): the processor, then the vocabulary's framing of large events
+    (``first``: the place of the first among the item's processed records),
+    then the size limit. Also returns how many records the processor gave."""
+    if processor is not None and records:
+        records = vocab.process(processor, item, records)
+    processed = len(records)
+    if vocab.frame is not None and records:
+        records = vocab.frame(item, records, first)
+    if limit is not None and records and not fits(records, limit):
+        records = fit(records, item, limit)
+    return records, processed
 
 
 def _note_texts(state: ProjectionState, records: list[Record]) -> ProjectionState:

@@ -79,7 +79,9 @@ Convert = Callable[[RunState, "HistoryCursor", "HarnessEvent", int, "list[Record
 Close = Callable[[RunState, int, "list[Record]"], RunState]
 Terminal = Callable[[RunState, "HarnessRunResultEvent", int, "list[Record]"], RunState]
 Process = Callable[[Callable[[Any, Any], Any], "HarnessStreamEvent", "list[Record]"], "list[Record]"]
-Frame = Callable[["HarnessStreamEvent", "list[Record]"], "list[Record]"]
+Frame = Callable[["HarnessStreamEvent", "list[Record]", int], "list[Record]"]
+"""``frame(item, records, first)``: an item's processed records with the large ones framed, ``first`` the
+place of ``records[0]`` among the item's processed records (frames are named by it)."""
 
 
 @attrs.frozen(eq=False, repr=False)

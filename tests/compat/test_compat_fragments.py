@@ -220,18 +220,3 @@ def _python_calls(n: int) -> int:
 def test_the_work_of_assembling_grows_linearly_with_the_events_open_at_once() -> None:
     small, large = _python_calls(5_000), _python_calls(20_000)
     assert large < 5 * small, (small, large)  # linear: 4 times the work; quadratic: 16
-
-
-def test_evicting_the_oldest_of_many_open_assemblies_takes_linear_time() -> None:
-    import time
-
-    def seconds(n: int) -> float:
-        assembler = CustomEventAssembler(max_pending=n // 2)
-        frames = [_first_frame(f"id-{i}") for i in range(4 * n)]
-        start = time.perf_counter()
-        for frame in frames:
-            assembler.accept(frame)
-        return time.perf_counter() - start
-
-    small, large = min(seconds(5_000) for _ in range(3)), min(seconds(20_000) for _ in range(3))
-    assert large < 10 * small, (small, large)  # linear: 4 times as long; quadratic: 16 or more

@@ -556,12 +556,13 @@ def _captured(record: Record, original: BaseEvent, replacement: BaseEvent) -> Re
 _SURE_SMALL = 48 * 1024 // 6 - 512  # characters of values no escaping can take past the frame threshold
 
 
-def frame(item: HarnessStreamEvent, records: list[Record]) -> list[Record]:
+def frame(item: HarnessStreamEvent, records: list[Record], first: int = 0) -> list[Record]:
     """``records`` with every CUSTOM event whose JSON exceeds 48 KiB replaced
     by its ``a13n.stream.fragment`` frames, named after the item and the
-    event's place among the item's processed events."""
+    event's place among the item's processed events (``records[0]``'s is
+    ``first``)."""
     out: list[Record] = []
-    for i, record in enumerate(records):
+    for i, record in enumerate(records, first):
         if ev.event_type(record) != "CUSTOM" or sum(len(v) for v in record[2:] if type(v) is str) < _SURE_SMALL:
             out.append(record)
             continue
