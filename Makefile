@@ -1,7 +1,8 @@
 # Two entry points do all set-up on a fresh machine:
 #   make demo   - install into .venv what the demo needs (the package and the AG-UI validator, not the
 #                 development tools), then run the main job on built-in data
-#   make test   - install into .venv, then run the whole test suite
+#   make test   - install into .venv (and Debian's chromium, for the inspector's browser tests, when it is
+#                 missing: tools/ensure_chromium), then run the whole test suite
 #   make bench  - the benchmark (not part of the tests); results in bench/results/
 #   make docs   - build the documentation site (docs/, mkdocs.yml) into site/ with mkdocs --strict
 #   make test-a13n - install into .venv-a13n (Python 3.13, a13n-harness), generate real a13n-harness
@@ -32,6 +33,7 @@ demo: $(VENV)/.demo-installed
 	$(PY) -m harness_agui demo
 
 test: $(VENV)/.installed
+	tools/ensure_chromium
 	$(PY) -m pytest -n auto
 
 # The site is built in .venv (the dev extra has what the API reference's modules import) with the docs extra;

@@ -572,6 +572,31 @@ def _serve(args: argparse.Namespace, err: TextIO | None) -> int:
     return EXIT_OK
 
 
+def _inspect(args: argparse.Namespace, err: TextIO | None) -> int:
+    try:
+        import uvicorn
+
+        from .inspect import open_inspector
+    except ImportError:
+        raise _Fail("inspect needs the inspect extra: pip install 'harness-agui[inspect]'", EXIT_USAGE) from None
+    with _Database(args.database):  # the same checks and one-line errors as runs, events and export
+        pass
+    listening = _listen(args.host, args.port)
+    try:
+        inspector, close = open_inspector(args.database)
+        try:
+            host, port = listening.getsockname()[:2]
+            _say(err, f"inspecting {_redacted(args.database)} on http://{host}:{port}/ (read-only); Ctrl-C stops",
+                 EXIT_OK)
+            config = uvicorn.Config(inspector.app, log_level="warning", timeout_graceful_shutdown=1)
+            uvicorn.Server(config).run(sockets=[listening])
+        finally:
+            close()
+    finally:
+        listening.close()
+    return EXIT_OK
+
+
 def _listen(host: str, port: int) -> Any:
     import socket
 
@@ -915,7 +940,19 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--no-gc-tuning", action="store_true",
                        help="leave Python's garbage collector as it is (serve freezes the start-up heap and "
                             "collects new objects less often: see harness_agui.serve.tune_collector)")
-    for command in (replay, check, export, runs, events, serve, demo):
+    inspect = sub.add_parser(
+        "inspect", help="browse a Host database's threads and runs in a browser (read-only)",
+        description="Serve the run inspector (harness_agui.inspect) for a Host database, a SQLite file or a "
+                    "postgresql:// URL, opened read-only: its threads and runs, each run's conversation, its "
+                    "source items step by step with the AG-UI events each produced, a running run followed "
+                    "live, and its files. With --port 0 the port chosen is the one printed. Needs the inspect "
+                    "extra (pip install 'harness-agui[inspect]').",
+        epilog=_EPILOG)
+    inspect.add_argument("database", metavar="DB", help="the Host database: a SQLite file or a postgresql:// URL")
+    inspect.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
+    inspect.add_argument("--port", type=_port, default=8001, help="the port to listen on (default 8001; 0: any "
+                                                                  "free port, printed)")
+    for command in (replay, check, export, runs, events, serve, demo, inspect):
         command.add_argument("--version", action="version", version=_version())
     return parser
 
@@ -954,6 +991,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _events(args, out)
         if args.command == "serve":
             return _serve(args, err)
+        if args.command == "inspect":
+            return _inspect(args, err)
         from .demo import run_demo
 
         return run_demo(out)

@@ -85,7 +85,7 @@ try:
     from starlette.middleware.cors import CORSMiddleware
     from starlette.requests import Request
     from starlette.responses import JSONResponse, Response, StreamingResponse
-    from starlette.routing import Match, Route
+    from starlette.routing import Match, Mount, Route
     from starlette.types import Scope
 except ImportError as e:  # pragma: no cover - depends on the installation
     raise ImportError("harness_agui.serve needs Starlette: pip install 'harness-agui[serve]'") from e
@@ -160,7 +160,7 @@ _SERVER_OPTIONS = frozenset(("database", "journal", "deliveries", "synchronous",
                              "events_path", "run_path", "health_path", "keepalive", "retry", "poll_interval",
                              "recover", "catch_up_after", "lease_ttl", "group_commit", "max_followers", "authorize",
                              "cors_origins", "cors_headers", "cors_credentials", "cancel_on_disconnect",
-                             "max_body_bytes", "show_hidden", "max_event_bytes", "notices"))
+                             "max_body_bytes", "show_hidden", "max_event_bytes", "notices", "inspector"))
 _KNOWN_CACHE = 4096  # bindings kept in memory (they never change)
 
 
@@ -274,6 +274,11 @@ class AguiServer:
     ``cancel_on_disconnect`` a Run is cancelled when the client that POSTed it goes away before its
     last event (GET followers never cancel). ``max_body_bytes`` caps a POST's body.
 
+    ``inspector=True`` mounts the run inspector (``harness_agui.inspect``, the ``inspect`` extra) under
+    ``/inspect``, over read-only stores of the same database: every page is asked of ``authorize``
+    (action ``"inspect"``; anything but True is a 403), and a running Run's page follows it through
+    ``events_path``.
+
     ``start()`` (the app's lifespan start-up) resumes every unfinished Run of the database (unless
     ``recover=False``); ``stop()`` (its shutdown) stops the drivers (every commit is whole: the next
     start resumes) and closes the stores it opened. Mounted inside another app, whose lifespan does
@@ -296,7 +301,8 @@ class AguiServer:
                  cors_headers: Collection[str] = (), cors_credentials: bool = False,
                  cancel_on_disconnect: bool = False, max_body_bytes: int = MAX_BODY_BYTES,
                  show_hidden: bool = False, max_event_bytes: int | None = MAX_EVENT_BYTES,
-                 notices: Collection[str] | None = None) -> None:
+                 notices: Collection[str] | None = None,
+                 inspector: bool = False) -> None:
         self._runner = as_runner(runner)
         if reattach is None:
             reattach = getattr(self._runner, "reattach", None)
@@ -364,11 +370,20 @@ class AguiServer:
                 _Cors, allow_origins=list(cors_origins), allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
                 allow_headers=sorted({*CORS_HEADERS, *(h.lower() for h in cors_headers)}),
                 allow_credentials=cors_credentials, expose_headers=[]))
-        self.app = Starlette(routes=[Route(runs_path, self._post_run, methods=["POST"]),
-                                     _EncodedRoute(events_path, self._get_events, methods=["GET"]),
-                                     _EncodedRoute(run_path, self._delete_run, methods=["DELETE"]),
-                                     Route(health_path, self._health, methods=["GET"])],
-                             middleware=middleware, lifespan=self._lifespan)
+        routes: list[Any] = [Route(runs_path, self._post_run, methods=["POST"]),
+                             _EncodedRoute(events_path, self._get_events, methods=["GET"]),
+                             _EncodedRoute(run_path, self._delete_run, methods=["DELETE"]),
+                             Route(health_path, self._health, methods=["GET"])]
+        self._events_path = events_path
+        self._close_inspector: Callable[[], None] | None = None
+        if inspector:  # the run inspector's pages, over read-only stores of the same database
+            from .inspect import open_inspector
+
+            view, self._close_inspector = open_inspector(
+                target if target is not None else journal.path, authorize=self._may_inspect,
+                follow_url=self._follow_url, database=None)
+            routes.append(Mount("/inspect", app=view.app))
+        self.app = Starlette(routes=routes, middleware=middleware, lifespan=self._lifespan)
 
     @classmethod
     def for_agent(cls, agent: Any, *, configure: Any = None, history_tools: str = "any",
@@ -419,6 +434,8 @@ class AguiServer:
         if self._thread_locks is not None:
             await self._thread_locks.close()
         self.stores.close()
+        if self._close_inspector is not None:
+            self._close_inspector()
         if self._owned:
             self.journal.close()
             self.deliveries.close()
@@ -603,6 +620,21 @@ class AguiServer:
         if await asyncio.to_thread(self.deliveries.finished, wire.source_run_id):
             return JSONResponse({"cancelled": False}, status_code=200)
         raise _refuse(409, "run_elsewhere", f"run {wire.wire_run_id!r} is driven by another server: cancel it there")
+
+    async def _may_inspect(self, request: Request) -> bool:
+        # The inspector asks the ``authorize`` hook about every page (action "inspect", the run it names).
+        try:
+            await self._authorized(self._context(request, "inspect", "", request.query_params.get("id", "")))
+        except (_Refused, RunRefused):
+            return False
+        return True
+
+    def _follow_url(self, request: Request, row: Any) -> str:
+        # A running Run's inspector page follows it through this server's own events route.
+        root = request.scope.get("root_path", "").rstrip("/").removesuffix("/inspect")
+        thread, run = row.wire_thread_id or row.thread_id, row.wire_run_id or row.run_id
+        return root + self._events_path.format(thread_id=urllib.parse.quote(thread, safe=""),
+                                               run_id=urllib.parse.quote(run, safe=""))
 
     # -- helpers ------------------------------------------------------------------------------
 

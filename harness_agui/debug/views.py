@@ -221,6 +221,8 @@ def _conversation_of(source: Any) -> Conversation:
     a state's records (or the one a live-only log that tracks messages
     keeps) without building their events. Raises EventsNotRetainedError for
     a live-only state that keeps neither."""
+    if isinstance(source, Conversation):
+        return source
     state = source.state if isinstance(source, HarnessAguiObserver) else source
     if not isinstance(state, ProjectionState):
         return fold_events(EMPTY_CONVERSATION, source)
@@ -398,7 +400,7 @@ def _entry_html(e: object, results: dict[str, ToolResult], inner: str = "") -> s
     return f'<div class="muted">{_e(repr(e))}</div>'
 
 
-def _conversation_body(conv: Conversation, notices: bool = True) -> str:
+def _conversation_body(conv: Conversation, notices: bool = True, last: int | None = None) -> str:
     # A result is drawn under its call when the call came first; any other result gets a row of its own.
     results: dict[str, ToolResult] = {}
     under_call: set[int] = set()
@@ -421,6 +423,10 @@ def _conversation_body(conv: Conversation, notices: bool = True) -> str:
             continue
         owner = owner_of(e)
         scopes.setdefault(owner if owner is None or conv.subagent(owner) is not None else None, []).append(pos)
+    left_out = 0
+    if last is not None and len(scopes.get(None, ())) > last:  # the Run's own entries: only the last ones
+        left_out = len(scopes[None]) - last
+        scopes[None] = scopes[None][left_out:]
 
     def scope(owner: str | None) -> list[str]:
         html_parts = []
@@ -443,6 +449,8 @@ def _conversation_body(conv: Conversation, notices: bool = True) -> str:
         return html_parts
 
     out = scope(None)
+    if left_out:
+        out.insert(0, f'<div class="muted left-out">{left_out} earlier entries not shown</div>')
     if conv.fragments:
         first = conv.fragments[0]
         out.append(f'<div class="muted">{_e(first.name)}: {len(conv.fragments)} of {first.count} fragments, '
@@ -452,12 +460,15 @@ def _conversation_body(conv: Conversation, notices: bool = True) -> str:
     return "".join(out)
 
 
-def conversation_html(source: Any, *, notices: bool = False) -> str:
+def conversation_html(source: Any, *, notices: bool = False, last: int | None = None) -> str:
     """The projection as an HTML conversation: inputs, reasoning (collapsed),
     assistant text, tool calls with args and results, and the outcome; the
     Harness's own notices only with ``notices``. Takes what
-    ``conversation_text`` takes; all Run text is escaped."""
-    return _frame(_conversation_body(_conversation_of(source), notices))
+    ``conversation_text`` takes, or a folded ``Conversation``; all Run text is
+    escaped. With ``last``, only the last ``last`` entries of the Run's own
+    scope are drawn (with what hangs under them: results, subagents), after a
+    line saying how many were left out."""
+    return _frame(_conversation_body(_conversation_of(source), notices, last))
 
 
 # -- states ----------------------------------------------------------------------------------

@@ -70,7 +70,8 @@ class RequestContext:
     """What the server knows of an HTTP request when it calls a hook or a runner.
 
     ``action`` is what the request asks: ``"run"`` (POST a RunAgentInput), ``"follow"`` (GET a Run's
-    events) or ``"cancel"`` (DELETE a Run). ``method`` and ``path`` are the request's, ``headers`` its
+    events), ``"cancel"`` (DELETE a Run) or ``"inspect"`` (a page of the run inspector, ``inspector=True``:
+    ``thread_id`` is empty and ``run_id`` the ``?id=`` it names, if any). ``method`` and ``path`` are the request's, ``headers`` its
     headers (names in lower case; a repeated header's values joined with ``", "``), ``client`` the
     peer's ``(host, port)`` (None when the server does not know it), ``thread_id`` and ``run_id`` the
     Run's ids as the client names them, ``run_input`` the validated body of a POST (None otherwise) and
@@ -81,7 +82,7 @@ class RequestContext:
     runner chooses), and ``thread_runs`` the Thread's bound Runs, oldest first; None when the caller
     does not keep bindings (outside the server). An ``authorize`` hook may decide on either."""
 
-    action: Literal["run", "follow", "cancel"]
+    action: Literal["run", "follow", "cancel", "inspect"]
     method: str
     path: str
     headers: Mapping[str, str]
