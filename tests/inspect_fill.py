@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
 from pathlib import Path
+from typing import Any, TypeVar
 
 from ag_ui.core import RunErrorEvent
 

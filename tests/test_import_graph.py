@@ -13,7 +13,8 @@ so that nothing can hide an edge from it.
 
 Layers (the folders): core imports only core; wire imports core; host
 imports core and wire; debug imports core and wire; testing imports core and
-wire. Inside debug the modules are ordered (``text`` < ``pretty`` <
+wire; inspect (the run inspector's pages) imports core, wire, host and
+debug. Inside debug the modules are ordered (``text`` < ``pretty`` <
 ``views`` < ``replay`` < ``notebook`` < the package) and import only to
 their left. The top-level package, ``cli``, ``demo`` and ``__main__`` are
 the shell over all of them and may import any layer, but take part in the
@@ -41,6 +42,7 @@ ALLOWED = {
     "host": {"core", "wire", "host"},
     "debug": {"core", "wire", "debug"},
     "testing": {"core", "wire", "testing"},
+    "inspect": {"core", "wire", "host", "debug", "inspect"},
 }
 DEBUG_ORDER = ["text", "pretty", "views", "replay", "notebook", ""]
 

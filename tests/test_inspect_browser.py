@@ -225,6 +225,11 @@ def test_stepping_to_item_k_shows_exactly_the_events_the_delivery_log_holds_for_
             ".step tr.event", "els => els.map(e => [e.dataset.sseId, e.querySelector('pre').textContent])")
         assert [r[0] for r in rows] == [d.sse_id for d in expected], k
         assert [json.loads(r[1]) for r in rows] == [json.loads(d.data) for d in expected], k
+    page.wait_for_selector('#step-conversation[aria-busy="false"]')  # the conversation as it stood after it
+    conv = conversation_of(filled, run_id)
+    said = [e.text for e in conv.entries if isinstance(e, Message) and e.kind == "text" and e.role == "assistant"
+            and e.subagent_run_id is None and e.text]
+    assert shown(said[-1]) in visible(page, "#step-conversation")
     shot(page, f"step-{'weather' if run_id == 'run-weather' else 'subagent'}")
 
 
@@ -369,6 +374,7 @@ def test_a_live_run_page_shows_new_text_as_it_arrives_and_after_a_reconnect_with
         shot(page, "run-live")
     finally:
         harness.release.set()
+        page.goto("about:blank")
         stop(proc)
 
 
@@ -410,3 +416,71 @@ def test_a_run_of_100000_events_paints_in_under_two_seconds(browser: Any, tmp_pa
     print(report)
     (SHOTS / "long-run.txt").write_text(report + "\n", encoding="utf-8")
     assert paint < FIRST_PAINT_BUDGET, report
+
+
+# -- mounted in a Host's own app ------------------------------------------------------------------
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_servers_inspector_asks_authorize_and_follows_a_run_through_the_servers_events_route(
+        browser: Any, tmp_path: Path) -> None:
+    import httpx
+
+    port = free_port()
+    log = (tmp_path / "server.log").open("w")
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).parent / "inspect_host.py"),
+                             str(tmp_path / "host.db"), str(port)], stderr=log, stdout=subprocess.DEVNULL,
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    url = f"http://127.0.0.1:{port}"
+    allowed = {"Authorization": "Bearer inspector-test"}
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(url + "/health", timeout=1)
+                break
+            except httpx.TransportError:
+                if time.monotonic() > deadline:
+                    pytest.fail("the server did not start: " + (tmp_path / "server.log").read_text())
+                time.sleep(0.1)
+        assert httpx.get(url + "/inspect/").status_code == 403  # no credentials: refused by authorize
+        body = {"threadId": "client-thread", "runId": "client-run", "state": {}, "messages": [
+            {"id": "u1", "role": "user", "content": "Count slowly."}], "tools": [], "context": [],
+            "forwardedProps": {}}
+        posted: list[str] = []
+        client = threading.Thread(target=lambda: posted.append(httpx.post(
+            url + "/runs", json=body, headers=allowed, timeout=60).text), daemon=True)
+        client.start()
+        context = browser.new_context(extra_http_headers=allowed, viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        deadline = time.monotonic() + 30
+        while True:
+            page.goto(url + "/inspect/")
+            if page.locator('tr[data-run="client-run"]').count():
+                break
+            assert time.monotonic() < deadline, "the Run never appeared in the inspector"
+            time.sleep(0.2)
+        page.click('tr[data-run="client-run"] a.run-link')
+        page.wait_for_selector("#conversation .conversation-body")
+        assert page.locator("#run").get_attribute("data-follow") == \
+            "/threads/client-thread/runs/client-run/events"  # the server's own route
+        page.wait_for_function("() => document.querySelector('#live-state').textContent.includes('ended')",
+                               timeout=30000)
+        page.wait_for_function("() => document.querySelector('#conversation').innerText.includes('word39')",
+                               timeout=30000)
+        ids = page.eval_on_selector_all("#live-events tr", "els => els.map(e => e.dataset.sseId)")
+        assert len(ids) == len(set(ids)) and ids
+        client.join(60)
+        shot(page, "served-run")
+        context.close()
+    finally:
+        stop(proc)  # type: ignore[arg-type]
+        log.close()
+    asked = (tmp_path / "server.log").read_text()
+    assert "authorize inspect client-run" in asked and "authorize follow client-run" in asked

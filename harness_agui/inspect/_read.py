@@ -2,17 +2,21 @@
 #
 # Everything here is read-only and goes through the stores' public methods: the journal's
 # ``runs``, ``thread_of``, ``cursor``, ``finished``, ``tail`` and ``read_prefix``, the delivery
-# log's ``last_event_id``, ``finished``, ``page`` and ``replay``, and the bindings' ``wire_of``.
+# log's ``last_event_id``, ``finished`` and ``page``, and the bindings' ``wire_of`` / ``source_of``.
 #
 # A Run's list row is cheap: counts from the stores' heads, its first and last items (one page of
-# the journal each) and its last delivered event, which says how it ended. Everything that needs
-# the whole Run is in its ``RunIndex``: one pass over its delivery log that folds the AG-UI
-# conversation (``core.conversation``, the fold the debug views and the client's message list
-# use), remembers which events each source item produced (their ids), and keeps the conversation
-# every ``CHECKPOINT_EVERY`` events. Conversations are immutable values that share structure, so
-# the checkpoints cost little, and the conversation as it stood after item k is a checkpoint plus
-# at most that many events folded again. An index of a Run still being written is extended from
-# where it stopped, never rebuilt. The index is made in a worker thread and cached by run id.
+# the journal each) and its last delivered event, which says how it ended; a row is kept until the
+# Run moves. A step's own events need no index either: event ids grow with the positions of the
+# items that produced them, so ``deliveries_of_item`` bisects the log a row at a time, and stepping
+# works while a long Run's index is still being made.
+#
+# Everything that needs the whole Run is in its ``RunIndex``: one pass over its delivery log that
+# folds the AG-UI conversation (``core.conversation``, the fold the debug views and the client's
+# message list use), remembers the source position of each event, and keeps the conversation every
+# ``CHECKPOINT_EVERY`` events. Conversations are immutable values that share structure, so the
+# checkpoints cost little, and the conversation as it stood after item k is a checkpoint plus at
+# most that many events folded again. The index of a Run still being written is extended from
+# where it stopped, never rebuilt. It is made in a worker thread and kept by run id.
 
 from __future__ import annotations
 
@@ -109,6 +113,7 @@ class Database:
         self.deliveries = deliveries
         self.bindings = bindings
         self._indexes: dict[str, RunIndex] = {}
+        self._rows: dict[str, tuple[tuple[Any, ...], RunRow]] = {}
         self._lock = threading.Lock()
 
     # -- the list ------------------------------------------------------------------------------
@@ -125,21 +130,48 @@ class Database:
         return threads
 
     def row(self, run_id: str) -> RunRow | None:
-        """The list row of a root Run; None for a Run the journal does not hold as a root."""
+        """The list row of a root Run; None for a Run the journal does not hold as a root. A row is
+        made again only when the Run's journal or delivery log has moved since it was made."""
         cursor = self.journal.cursor(run_id)
         thread_id = self.journal.thread_of(run_id)
         if cursor is None or thread_id is None:
             return None
-        first, last_item = self.item(run_id, 0), self.item(run_id, cursor)
         events = self.deliveries.last_event_id(run_id)
+        key = (cursor, events, self.journal.finished(run_id), self.deliveries.finished(run_id))
+        kept = self._rows.get(run_id)
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        first, last_item = self.item(run_id, 0), self.item(run_id, cursor)
         last = self.deliveries.page(run_id, after=events - 1, limit=1).deliveries if events else ()
-        status = status_of(last[0] if last else None, journal_finished=self.journal.finished(run_id),
-                           delivered=self.deliveries.finished(run_id))
+        status = status_of(last[0] if last else None, journal_finished=key[2], delivered=key[3])
         wire = None if self.bindings is None else self.bindings.wire_of(run_id)
-        return RunRow(run_id, thread_id, None if wire is None else wire.wire_run_id,
-                      None if wire is None else wire.wire_thread_id, cursor + 1, events, status,
-                      None if first is None else first.occurred_at,
-                      None if last_item is None or status.kind == "running" else last_item.occurred_at)
+        row = RunRow(run_id, thread_id, None if wire is None else wire.wire_run_id,
+                     None if wire is None else wire.wire_thread_id, cursor + 1, events, status,
+                     None if first is None else first.occurred_at,
+                     None if last_item is None or status.kind == "running" else last_item.occurred_at)
+        self._rows[run_id] = (key, row)
+        return row
+
+    def deliveries_of_item(self, run_id: str, position: int) -> tuple[Delivery, ...]:
+        """The recorded events source item ``position`` produced, in id order. Event ids grow with the
+        positions of the items that produced them, so the first is found by bisecting the delivery log
+        one row at a time, without the Run's index."""
+        lo, hi = 1, self.deliveries.last_event_id(run_id) + 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            (d,) = self.deliveries.page(run_id, after=mid - 1, limit=1).deliveries
+            if d.source_position < position:
+                lo = mid + 1
+            else:
+                hi = mid
+        found: list[Delivery] = []
+        after = lo - 1
+        while True:
+            page = self.deliveries.page(run_id, after=after, limit=64).deliveries
+            found.extend(d for d in page if d.source_position == position)
+            if len(page) < 64 or page[-1].source_position > position:
+                return tuple(found)
+            after = page[-1].event_id
 
     def source_run(self, given: str) -> str:
         """The Harness's run id of a Run named by its client's id or its own."""
@@ -207,12 +239,6 @@ class RunIndex:
                     if self.events % CHECKPOINT_EVERY == 0:
                         self._checkpoints.append(conv)
                 self.conversation = conv
-
-    def event_ids(self, position: int) -> range:
-        """The ids of the events source item ``position`` produced (empty: none, or none recorded yet)."""
-        lo = bisect.bisect_left(self._positions, position)
-        hi = bisect.bisect_right(self._positions, position)
-        return range(lo + 1, hi + 1)
 
     def events_through(self, position: int) -> int:
         """How many events the items through ``position`` produced."""

@@ -103,6 +103,7 @@ class Inspector:
             Route("/run", self._guard(self._run)),
             Route("/run/conversation", self._guard(self._conversation)),
             Route("/run/step", self._guard(self._step)),
+            Route("/run/at", self._guard(self._at)),
             Route("/run/item", self._guard(self._whole_item)),
             Route("/run/event", self._guard(self._whole_event)),
             Route("/run/problem", self._guard(self._problem)),
@@ -183,6 +184,7 @@ class Inspector:
         row = await self._row(request)
         siblings = await asyncio.to_thread(self.db.journal.runs, row.thread_id)
         rows = [r for r in (await asyncio.to_thread(lambda: [self.db.row(s) for s in siblings])) if r is not None]
+        row = next((r for r in rows if r.run_id == row.run_id), row)
         rows.sort(key=lambda r: (r.started_at is not None, r.started_at or datetime.min))
         at = next(i for i, r in enumerate(rows) if r.run_id == row.run_id)
         follow = None
@@ -213,18 +215,23 @@ class Inspector:
         k = self._int(request, "k")
         if k >= row.items:
             raise _NotFound(f"run {escape_terminal(row.run_id)!r} has {row.items} items")
-        index = await asyncio.to_thread(self.db.index, row.run_id)
         item = await asyncio.to_thread(self.db.item, row.run_id, k)
-        ids = index.event_ids(k)
-        deliveries = await asyncio.to_thread(deliveries_of, self.db.deliveries, row.run_id, ids)
-        conv = await asyncio.to_thread(index.conversation_after, index.events_through(k), self.db.deliveries)
-        html = await asyncio.to_thread(conversation_html, conv, last=STEP_ENTRIES)
+        deliveries = await asyncio.to_thread(self.db.deliveries_of_item, row.run_id, k)
         item_json = json.dumps(to_json(item), ensure_ascii=False, indent=2)
         events = [(d, _pretty(d.data)) for d in deliveries]
         delivered = await asyncio.to_thread(self.db.deliveries.cursor, row.run_id)
         recorded = delivered is not None and k <= delivered
         return self._page(request, "step.html", row=row, k=k, item=item, item_json=item_json, events=events,
-                          conversation=html, cut=CUT, recorded=recorded)
+                          cut=CUT, recorded=recorded)
+
+    async def _at(self, request: Request) -> Response:
+        # The conversation as it stood after item k (it waits for the Run's index; the step does not).
+        row = await self._row(request)
+        k = self._int(request, "k")
+        index = await asyncio.to_thread(self.db.index, row.run_id)
+        conv = await asyncio.to_thread(index.conversation_after, index.events_through(k), self.db.deliveries)
+        html = await asyncio.to_thread(conversation_html, conv, last=STEP_ENTRIES)
+        return HTMLResponse(html)
 
     async def _whole_item(self, request: Request) -> Response:
         row = await self._row(request)

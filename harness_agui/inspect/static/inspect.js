@@ -7,6 +7,7 @@
   if (!run) return;
   const base = run.dataset.base, id = run.dataset.run;
   const q = (extra) => "?id=" + encodeURIComponent(id) + (extra || "");
+  const failed = (where) => (error) => { where.textContent = "could not load: " + error; };
   let through = Number(run.dataset.events);
 
   // -- the conversation, as of the last event seen ------------------------------------------
@@ -27,6 +28,7 @@
           document.getElementById("item-count").textContent = String(items);
         }
       })
+      .catch(failed(conversation))
       .finally(() => { loading = false; if (again) { again = false; loadConversation(); } });
   }
   conversation.addEventListener("click", (e) => {
@@ -50,8 +52,14 @@
       shown = k;
       step.setAttribute("aria-busy", "true");
       fetch(base + "/run/step" + q("&k=" + k)).then((r) => r.text()).then((html) => {
-        if (shown === k) { step.innerHTML = html; step.setAttribute("aria-busy", "false"); }
-      });
+        if (shown !== k) return;
+        step.innerHTML = html;
+        step.setAttribute("aria-busy", "false");
+        return fetch(base + "/run/at" + q("&k=" + k)).then((r) => r.text()).then((conv) => {
+          const at = document.getElementById("step-conversation");
+          if (shown === k && at && at.dataset.k === String(k)) { at.innerHTML = conv; at.setAttribute("aria-busy", "false"); }
+        });
+      }).catch(failed(step));
     }, 60);
   }
   slider.addEventListener("input", () => show(Number(slider.value)));
@@ -72,7 +80,7 @@
     fetch(base + "/run/problem" + q()).then((r) => r.json()).then((found) => {
       note.textContent = found.message;
       if (found.position !== null) show(found.position);
-    });
+    }).catch(failed(note));
   });
 
   // -- files --------------------------------------------------------------------------------
@@ -113,7 +121,7 @@
         fetch(base + "/run" + q()).then((r) => r.text()).then((html) => {  // the status it ended with
           const now = new DOMParser().parseFromString(html, "text/html").getElementById("run-status");
           if (now) document.getElementById("run-status").replaceChildren(...now.childNodes);
-        });
+        }).catch(failed(state));
       }
       refresh();
     };
