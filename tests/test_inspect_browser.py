@@ -40,10 +40,10 @@ FIRST_PAINT_BUDGET = 2.0
 
 # -- fixtures ---------------------------------------------------------------------------------------
 
-def start_inspector(database: Path) -> tuple[subprocess.Popen[str], str]:
-    """`harness-agui inspect DB --port 0` and the address it prints."""
+def start_inspector(database: Path, port: int = 0) -> tuple[subprocess.Popen[str], str]:
+    """`harness-agui inspect DB --port 0` (or another port) and the address it prints."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
-    proc = subprocess.Popen([sys.executable, "-m", "harness_agui", "inspect", str(database), "--port", "0"],
+    proc = subprocess.Popen([sys.executable, "-m", "harness_agui", "inspect", str(database), "--port", str(port)],
                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env)
     assert proc.stderr is not None
     line = proc.stderr.readline()
@@ -308,8 +308,7 @@ class SlowHarness:
 
     def __init__(self, database: Path, items: list[Any], *, pace: float) -> None:
         self.database, self.items, self.pace = database, items, pace
-        self.release = threading.Event()  # the items after the first ``hold`` wait for it
-        self.hold = len(items)
+        self.holds: dict[int, threading.Event] = {}  # item n is journaled once holds[n] is set
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, daemon=True)
 
@@ -320,8 +319,8 @@ class SlowHarness:
             projector = threading.Thread(target=lambda: asyncio.run(project_run(
                 self.items[0].run_id, journal, deliveries, poll_interval=0.01)), daemon=True)
             for n, item in enumerate(self.items):
-                if n == self.hold:
-                    self.release.wait(60)
+                if n in self.holds:
+                    self.holds[n].wait(60)
                 journal.append(item)
                 if n == 0:
                     projector.start()
@@ -341,7 +340,8 @@ def test_a_live_run_page_shows_new_text_as_it_arrives_and_after_a_reconnect_with
     b = SourceBuilder("thread-live", "run-live")
     items = b.user("Count slowly.").request().text(0, words).completed("counted").items
     harness = SlowHarness(database, items, pace=0.05)
-    harness.hold = 12  # the first nine words, then wait for the page
+    # Items 3.. are the words: word08 is the last before the page opens, word26 the last before a restart.
+    page_open, restarted = harness.holds[12], harness.holds[30] = threading.Event(), threading.Event()
     harness.thread.start()
     deadline = time.monotonic() + 30
     with SqliteDeliveryLog(database, read_only=True) as log:
@@ -352,10 +352,17 @@ def test_a_live_run_page_shows_new_text_as_it_arrives_and_after_a_reconnect_with
         open_run(page, url, "run-live")
         assert page.locator("#live-state").count() == 1
         first = int(page.locator("#run").get_attribute("data-events"))
-        harness.release.set()
+        page_open.set()
         page.wait_for_function("() => document.querySelector('#conversation').innerText.includes('word20')",
                                timeout=30000)
-        page.click("#live-reconnect")  # a forced reconnect, after the last id the page holds
+        page.click("#live-reconnect")  # a reconnect asked for, after the last id the page holds
+        page.wait_for_function("() => document.querySelector('#conversation').innerText.includes('word26')",
+                               timeout=30000)
+        # A forced one: the inspector goes away and comes back on the same port; the browser's EventSource
+        # reconnects by itself after the retry hint, sending the last id it saw as Last-Event-ID.
+        stop(proc)
+        proc, _ = start_inspector(database, int(url.rsplit(":", 1)[1]))
+        restarted.set()
         page.wait_for_function("() => document.querySelector('#live-state').textContent.includes('ended')",
                                timeout=30000)
         page.wait_for_function("() => document.querySelector('#conversation').innerText.includes('word39')",
@@ -373,7 +380,8 @@ def test_a_live_run_page_shows_new_text_as_it_arrives_and_after_a_reconnect_with
         assert page.locator("#run-status [data-status]").get_attribute("data-status") == "finished"
         shot(page, "run-live")
     finally:
-        harness.release.set()
+        page_open.set()
+        restarted.set()
         page.goto("about:blank")
         stop(proc)
 
