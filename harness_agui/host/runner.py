@@ -71,10 +71,10 @@ class RequestContext:
 
     ``action`` is what the request asks: ``"run"`` (POST a RunAgentInput), ``"follow"`` (GET a Run's
     events), ``"cancel"`` (DELETE a Run) or ``"inspect"`` (a page of the run inspector, ``inspector=True``:
-    ``thread_id`` is empty and ``run_id`` the ``?id=`` it names, if any). ``method`` and ``path`` are the request's, ``headers`` its
-    headers (names in lower case; a repeated header's values joined with ``", "``), ``client`` the
-    peer's ``(host, port)`` (None when the server does not know it), ``thread_id`` and ``run_id`` the
-    Run's ids as the client names them, ``run_input`` the validated body of a POST (None otherwise) and
+    ``thread_id`` is empty and ``run_id`` the ``?id=`` it names, if any). ``method`` and ``path`` are
+    the request's, ``headers`` its headers (names in lower case; a repeated header's values joined with
+    ``", "``), ``client`` the peer's ``(host, port)`` (None when the server does not know it),
+    ``thread_id`` and ``run_id`` the Run's ids as the client names them, ``run_input`` the validated body of a POST (None otherwise) and
     ``request`` the framework's own request object (a Starlette ``Request``; None outside the server).
 
     ``source_thread_id`` is the Harness Thread the client's Thread was bound to when it was created
