@@ -74,8 +74,9 @@ class RequestContext:
     ``thread_id`` is empty and ``run_id`` the ``?id=`` it names, if any). ``method`` and ``path`` are
     the request's, ``headers`` its headers (names in lower case; a repeated header's values joined with
     ``", "``), ``client`` the peer's ``(host, port)`` (None when the server does not know it),
-    ``thread_id`` and ``run_id`` the Run's ids as the client names them, ``run_input`` the validated body of a POST (None otherwise) and
-    ``request`` the framework's own request object (a Starlette ``Request``; None outside the server).
+    ``thread_id`` and ``run_id`` the Run's ids as the client names them, ``run_input`` the validated
+    body of a POST (None otherwise) and ``request`` the framework's own request object (a Starlette
+    ``Request``; None outside the server).
 
     ``source_thread_id`` is the Harness Thread the client's Thread was bound to when it was created
     (None for a Thread no Run was bound in yet: a POST then creates it, under a Harness thread id the
