@@ -250,8 +250,7 @@ class Inspector:
 
     async def _problem(self, request: Request) -> Response:
         row = await self._row(request)
-        items = [item async for item in self.db.journal.read_prefix(row.run_id, through=row.items - 1)]
-        report = await asyncio.to_thread(diagnose, items)
+        report = await asyncio.to_thread(self._diagnose, row)
         if report.failure is not None:
             return JSONResponse({"position": report.failure.position,
                                  "message": escape_terminal(f"{report.failure.error_type}: {report.failure.message}")})
@@ -260,6 +259,12 @@ class Inspector:
         if unrecorded < row.items and row.status.kind != "running":
             return JSONResponse({"position": unrecorded, "message": "the first item whose events were not recorded"})
         return JSONResponse({"position": None, "message": "no finding: every item projects"})
+
+    def _diagnose(self, row: RunRow) -> Any:
+        # In a worker thread: the journal read and replayed there, so a long Run blocks no other request.
+        async def items() -> list[Any]:
+            return [item async for item in self.db.journal.read_prefix(row.run_id, through=row.items - 1)]
+        return diagnose(asyncio.run(items()))
 
     # -- live -----------------------------------------------------------------------------------
 
