@@ -158,10 +158,11 @@ def classify(command: str) -> str:
     if head == "git" and words[1] == "clone" or head == "cd":
         return CHECK  # the repository has no public address to clone from
     if head == "harness-agui":
-        if words[1] == "serve":  # runs until stopped: its flags must be serve's
-            known = help_of("-m", "harness_agui", "serve")
+        if words[1] in ("serve", "inspect"):  # runs until stopped: its flags must be the command's
+            known = help_of("-m", "harness_agui", words[1])
             for flag in flags(words):
-                assert re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", known), f"serve has no {flag}: {command}"
+                assert re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", known), \
+                    f"{words[1]} has no {flag}: {command}"
             return CHECK
         assert words[1] in {"replay", "check", "demo", "runs", "export", "events", "--version"}, command
         return RUN
