@@ -811,8 +811,11 @@ class A13nRunner:
             thread_id = request.source_thread_id or f"thread-{uuid.uuid4().hex}"
         thread = await _read_thread(journal, thread_id, running or (lambda run_id: True), bound)
         new = thread.terminal is None
-        turn = (_plan_new_thread(thread_id, run_input, self._history_tools) if new
-                else _plan_known_thread(thread, run_input))
+        # In a worker thread: a long Thread's history is validated (a new Thread's) or its last state rebuilt
+        # (to_a13n of the terminal item, whose HarnessState holds the whole history), and neither may stall
+        # the event loop that serves every other request.
+        turn = await (asyncio.to_thread(_plan_new_thread, thread_id, run_input, self._history_tools) if new
+                      else asyncio.to_thread(_plan_known_thread, thread, run_input))
         options = dict(self._options)
         if self._configure is not None:
             extra = self._configure(A13nRequest(run_input, request, thread_id, new))

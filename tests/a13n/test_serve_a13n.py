@@ -754,3 +754,28 @@ def test_the_runner_by_hand_section_of_the_docs_runs_as_written(tmp_path, monkey
     assert run.result.output == "Hello from a13n-harness." and run.wire_run_id == "r-1"
     assert journal.runs(thread_id=source_thread_id("6f1c6a40-5a43-4c58-9a3c-0d1b2f3e4a5b")) == (run.run_id,)
     journal.close()
+
+
+def test_a_request_is_planned_in_a_worker_thread_not_on_the_event_loop(host_for, monkeypatch) -> None:
+    # A long Thread's planning (its history validated, its last HarnessState rebuilt) must not stall the
+    # loop that serves every other request.
+    import threading
+
+    from harness_agui import serve_a13n
+
+    agent, _ = scripted()
+    host = host_for(agent)
+    planned: list[bool] = []
+    for name in ("_plan_new_thread", "_plan_known_thread"):
+        plan = getattr(serve_a13n, name)
+
+        def on_a_worker(*args: Any, _plan: Any = plan) -> Any:
+            planned.append(threading.current_thread() is not threading.main_thread())
+            return _plan(*args)
+
+        monkeypatch.setattr(serve_a13n, name, on_a_worker)
+    thread = str(uuid.uuid4())
+    host.post(body(thread, "r-1", [user("u-1", "one")]))
+    host.post(body(thread, "r-2", [user("u-1", "one"), {"id": "a-1", "role": "assistant", "content": "ok"},
+                                   user("u-2", "two")]))
+    assert planned == [True, True]
