@@ -94,8 +94,10 @@ test-a13n-020: $(A13N_020_VENV)/.installed
 		tests/a13n/test_producer_tap.py tests/a13n/test_visibility.py
 
 # a13n-harness-ui 0.21 (a Host of a13n-stream-protocol) in a venv of its own, with this package beside it:
-# tools/harness_ui_transcript.py runs one offline Run through it with upstream, then with the compat package
-# behind upstream's name, and tests/harness_ui compares the display transcripts it stored.
+# tools/harness_ui_transcript.py runs six offline scenarios through it (a retry, a subagent, an approval
+# answered, a supplement, parallel calls, a cancel) with upstream, then with the compat package behind upstream's
+# name, and tests/harness_ui compares the display transcripts it stored and the live events it sent, with a
+# guard that makes any attempt to reach the network an error (and, where `unshare -rn` works, no network at all).
 HARNESS_UI_VENV ?= .venv-harness-ui
 HARNESS_UI_PY := $(HARNESS_UI_VENV)/bin/python
 HARNESS_UI_VERSION := 0.21.0
