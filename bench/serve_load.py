@@ -197,12 +197,11 @@ def stamp(item: Any) -> str | None:
 
 def bare(args: argparse.Namespace) -> None:
     """The a13n-bare child: the bench agent driven in this process, no server, no storage; one JSON line."""
-    made = time.perf_counter()
     agent = bench_agent(args.pace, args.deltas)
-    built = time.perf_counter() - made
+    built = time.time() - args.launched if args.launched else None  # imports and the agent included
     if args.first_items:
         result = asyncio.run(bare_first_items(agent, args.first_items))
-        result["build_s"] = built
+        result["ready_s"] = built
     else:
         result = asyncio.run(bare_load(agent, args.runs, args.warmup, args.seconds))
     print(json.dumps(result), flush=True)
@@ -260,12 +259,13 @@ async def bare_load(agent: Any, runs: int, warmup: float, seconds: float) -> dic
 
     async def meter() -> None:
         await asyncio.sleep(max(0.0, window.start - time.monotonic()))
-        cpu["start"] = process_cpu(os.getpid())
+        cpu["start"], cpu["main_start"] = process_cpu(os.getpid()), main_thread_cpu(os.getpid())
         await asyncio.sleep(max(0.0, window.end - time.monotonic()))
-        cpu["end"] = process_cpu(os.getpid())
+        cpu["end"], cpu["main_end"] = process_cpu(os.getpid()), main_thread_cpu(os.getpid())
 
     await asyncio.gather(meter(), *(slot(k) for k in range(runs)))
-    return {"events": window.events, "cpu_s": cpu["end"] - cpu["start"], "latencies": window.latencies,
+    return {"events": window.events, "cpu_s": cpu["end"] - cpu["start"],
+            "main_cpu_s": cpu["main_end"] - cpu["main_start"], "latencies": window.latencies,
             "runs": window.runs, "per_run": window.per_run, "errors": window.errors}
 
 
@@ -394,6 +394,14 @@ def process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICK
 
 
+def main_thread_cpu(pid: int) -> float:
+    """utime + stime of a process's main thread (the event loop's, for uvicorn and the bare driver), in
+    seconds: the rest of its CPU is its other threads' (a writer, ``asyncio.to_thread`` workers)."""
+    with open(f"/proc/{pid}/task/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
 def postgres_cpu(directory: str) -> float:
     """CPU of every process of the PostgreSQL server whose data directory is ``directory``."""
     total = 0.0
@@ -511,7 +519,8 @@ async def load(ports: list[int], runs: int, warmup: float, seconds: float, windo
 
 
 def row(name: str, runs: int, args: argparse.Namespace, window: Window, cpu_s: float, python: str,
-        pg_cpu_s: float | None = None, ready_s: list[float] | None = None) -> dict[str, Any]:
+        pg_cpu_s: float | None = None, ready_s: list[float] | None = None,
+        main_cpu_s: float | None = None) -> dict[str, Any]:
     latencies = sorted(window.latencies)
     result = {
         "config": name, "runs": runs, "pace": args.pace, "seconds": args.seconds, "events": window.events,
@@ -519,6 +528,8 @@ def row(name: str, runs: int, args: argparse.Namespace, window: Window, cpu_s: f
         "items_per_s_offered": runs / args.pace,
         "cpu_us_per_event": 1e6 * cpu_s / window.events if window.events else None,
         "server_cpu_share": cpu_s / args.seconds,
+        "main_thread_us_per_event": 1e6 * main_cpu_s / window.events if main_cpu_s is not None and window.events
+        else None,
         "pg_cpu_us_per_event": 1e6 * pg_cpu_s / window.events if pg_cpu_s is not None and window.events else None,
         "p50_ms": 1000 * latencies[len(latencies) // 2] if latencies else None,
         "p99_ms": 1000 * latencies[int(len(latencies) * 0.99)] if latencies else None,
@@ -529,7 +540,8 @@ def row(name: str, runs: int, args: argparse.Namespace, window: Window, cpu_s: f
         "ready_s": ready_s or [],
     }
     print(f"{name:13} {runs:4} Runs: {result['events_per_s']:8.0f} events/s, "
-          f"{result['cpu_us_per_event'] or 0:6.0f} us CPU/event"
+          f"{result['cpu_us_per_event'] or 0:6.0f} us CPU/event ({result['main_thread_us_per_event'] or 0:.0f} in the "
+          "main thread)"
           + (f" (+{result['pg_cpu_us_per_event']:.0f} PostgreSQL)" if pg_cpu_s is not None else "")
           + f", p50 {result['p50_ms'] or 0:5.1f} ms, p99 {result['p99_ms'] or 0:6.1f} ms, errors {window.errors}"
           + f", {result['events_per_run'] or 0:.0f} events/Run", flush=True)
@@ -546,15 +558,18 @@ def measure(name: str, servers: list[Server], runs: int, args: argparse.Namespac
         await asyncio.sleep(max(0.0, window.start - time.monotonic()) if window.start != float("inf")
                             else args.warmup)
         cpu["start"] = sum(s.cpu() for s in servers)
+        cpu["main_start"] = sum(main_thread_cpu(s.process.pid) for s in servers)
         cpu["pg_start"] = postgres_cpu(pg_directory) if pg_directory else 0.0
         await asyncio.sleep(max(0.0, window.end - time.monotonic()))
         cpu["end"] = sum(s.cpu() for s in servers)
+        cpu["main_end"] = sum(main_thread_cpu(s.process.pid) for s in servers)
         cpu["pg_end"] = postgres_cpu(pg_directory) if pg_directory else 0.0
         await task
 
     asyncio.run(scenario())
     return row(name, runs, args, window, cpu["end"] - cpu["start"], servers[0].python,
-               cpu["pg_end"] - cpu["pg_start"] if pg_directory else None, [s.ready_s for s in servers])
+               cpu["pg_end"] - cpu["pg_start"] if pg_directory else None, [s.ready_s for s in servers],
+               cpu["main_end"] - cpu["main_start"])
 
 
 def run_sqlite(synchronous: str, runs: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -593,7 +608,7 @@ def run_bare(runs: int, args: argparse.Namespace) -> dict[str, Any]:
     window = Window()
     window.events, window.latencies, window.runs = found["events"], found["latencies"], found["runs"]
     window.per_run, window.errors = found["per_run"], found["errors"]
-    return row("a13n-bare", runs, args, window, found["cpu_s"], args.a13n_python)
+    return row("a13n-bare", runs, args, window, found["cpu_s"], args.a13n_python, main_cpu_s=found["main_cpu_s"])
 
 
 def run_null(runs: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -644,7 +659,7 @@ def medians(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for rows in keys.values():
         summary = dict(rows[0])
         for field in ("events", "events_per_s", "cpu_us_per_event", "server_cpu_share", "pg_cpu_us_per_event",
-                      "p50_ms", "p99_ms", "events_per_run"):
+                      "p50_ms", "p99_ms", "events_per_run", "main_thread_us_per_event"):
             values = [r[field] for r in rows if r[field] is not None]
             summary[field] = statistics.median(values) if values else None
         summary["errors"] = sum(r["errors"] for r in rows)
@@ -703,13 +718,16 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace, started: str
         "`agent.stream()`, no server and no storage: its \"server CPU / event\" is its process CPU per item, "
         "its events/s items a second, its latency from the model's yield to the driver's receipt. "
         "\"minus a13n-bare\" is a served a13n row's CPU per event minus the bare agent's CPU per Run spread over "
-        "the events the served Run delivers (the a13n-harness share, which this library does not control)."
+        "the events the served Run delivers (the a13n-harness share, which this library does not control). "
+        "\"main thread\" is the part of the CPU per event spent in the process's main thread (the event loop's); "
+        "the rest is its other threads' (the journal writer, `asyncio.to_thread` workers)."
         + (f" `harness-agui serve bench_agent:agent` answered its first /health in "
            f"{', '.join(f'{t:.2f}' for t in ready)} s after its launch." if ready else ""),
         "",
         "| database | Runs | items/s offered | events/s | server CPU / event | x null | PostgreSQL CPU / event | "
-        "server CPU (cores) | p50 | p99 | errors | events / Run | minus a13n-bare | each repeat |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "server CPU (cores) | p50 | p99 | errors | events / Run | main thread / event | minus a13n-bare "
+        "| each repeat |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     null = {r["runs"]: r["cpu_us_per_event"] for r in summary if r["config"] == "null"}
     for r in summary:
@@ -721,7 +739,8 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace, started: str
         lines.append(f"| {r['config']} | {r['runs']} | {r['items_per_s_offered']:,.0f} | {r['events_per_s']:,.0f} "
                      f"| {r['cpu_us_per_event'] or 0:.0f} us | {ratio} | {pg} | {r['server_cpu_share']:.2f} "
                      f"| {r['p50_ms'] or 0:.1f} ms | {r['p99_ms'] or 0:.1f} ms | {r['errors']} "
-                     f"| {r['events_per_run'] or 0:.0f} | {over} | {each} |")
+                     f"| {r['events_per_run'] or 0:.0f} | {r['main_thread_us_per_event'] or 0:.0f} us | {over} "
+                     f"| {each} |")
     (RESULTS / "serve_load.md").write_text("\n".join(lines) + "\n")
     chart(summary)
 
@@ -758,13 +777,12 @@ def first_events(config: str, args: argparse.Namespace, warm: int) -> dict[str, 
     one at a time, each from its request's write to its first event and first TEXT_MESSAGE_CONTENT."""
     if config == "a13n-bare":
         done = subprocess.run([args.a13n_python, "-m", "bench.serve_load", "bare", "--first-items", str(warm + 1),
-                               "--pace", str(args.pace), "--deltas", str(args.deltas)],
+                               "--pace", str(args.pace), "--deltas", str(args.deltas), "--launched", repr(time.time())],
                               cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=300)
         if done.returncode != 0:
             raise RuntimeError(f"a13n-bare failed: {done.stderr[-2000:]}")
         found = json.loads(done.stdout.strip().splitlines()[-1])
-        return {"config": config, "ready_s": None, "build_s": found["build_s"], "cold": found["cold"],
-                "warm": found["warm"]}
+        return {"config": config, "ready_s": found["ready_s"], "cold": found["cold"], "warm": found["warm"]}
     folder = tempfile.mkdtemp(prefix="serve-ttfe-")
     try:
         db = os.path.join(folder, "host.db")
@@ -840,8 +858,10 @@ def ttfe(args: argparse.Namespace, configs: list[str], started: str) -> None:
     lines = [
         "# The time to first event",
         "",
-        f"`{command_line()}` on {machine()}, started {started}, ended with load average {load_average()}. "
-        f"Each configuration started {args.ttfe_starts} times, interleaved; after each start one Run (cold: the "
+        f"`{command_line()}` on {machine()}"
+        + (f" (the a13n configurations on Python {python_version(args.a13n_python)})" if args.a13n_python else "")
+        + f", started {started}, ended with load average {load_average()}. Each configuration started "
+        f"{args.ttfe_starts} times, interleaved; after each start one Run (cold: the "
         f"first Run of the server), then {per_start} Runs one at a time (warm; {args.ttfe_runs} warm Runs in "
         f"all). A served Run is timed from the write of its request (on an open connection) to its first event "
         f"(RUN_STARTED) and to its first TEXT_MESSAGE_CONTENT; `a13n-bare` (the agent with no server, in a fresh "
@@ -849,7 +869,8 @@ def ttfe(args: argparse.Namespace, configs: list[str], started: str) -> None:
         f"(the model's first delta). The model (or the bench Harness) waits {args.pace * 1000:g} ms before each "
         f"item (the bench Harness before each of its items, a13n's model before each delta). \"ready\" is the "
         "time from a server's launch to its first 200 on /health (for a13n, `harness-agui serve "
-        "bench_agent:agent`, imports and agent included).",
+        "bench_agent:agent`, imports and agent included); for `a13n-bare`, from the launch of its process to "
+        "the agent built (its imports included).",
         "",
         "| configuration | warm: first event, median / p90 | warm: first content | cold: first event | "
         "cold: first content | ready (each start) |",
@@ -894,6 +915,7 @@ def main() -> None:
     driver.add_argument("--warmup", type=float, default=3.0)
     driver.add_argument("--seconds", type=float, default=8.0)
     driver.add_argument("--first-items", type=int, default=0, help="time this many Runs one at a time instead")
+    driver.add_argument("--launched", type=float, help="the wall-clock time the parent launched this process at")
     parser.add_argument("--runs", default="50,100,200", help="comma-separated numbers of concurrent Runs")
     parser.add_argument("--pace", type=float, default=0.02, help="seconds between a Run's items")
     parser.add_argument("--deltas", type=int, default=DELTAS)
