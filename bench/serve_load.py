@@ -186,7 +186,7 @@ def bench_agent(pace: float, deltas: int) -> Any:
 
 def stamp(item: Any) -> str | None:
     """The model's text in an a13n item that carries some (a text part's start or delta), else None."""
-    event = getattr(item, "event", None)
+    event: Any = getattr(item, "event", None)
     kind = type(event).__name__
     if kind == "PartDeltaEvent":
         return getattr(event.delta, "content_delta", None)
@@ -821,7 +821,7 @@ def ttfe(args: argparse.Namespace, configs: list[str], started: str) -> None:
             print(f"{config:13} start {start}: ready {found['ready_s'] or 0:.3f} s, cold first "
                   f"{1000 * (found['cold']['first'] or 0):.1f} ms, warm first "
                   + ", ".join(f"{1000 * (w['first'] or 0):.1f}" for w in found["warm"]) + " ms", flush=True)
-    summary = []
+    summary: list[dict[str, Any]] = []
     for config in configs:
         mine = [s for s in starts if s["config"] == config]
         warm = [w for s in mine for w in s["warm"]][:args.ttfe_runs]
