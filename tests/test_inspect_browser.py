@@ -376,6 +376,9 @@ def test_a_live_run_page_shows_new_text_as_it_arrives_and_after_a_reconnect_with
         text = visible(page, "#conversation")
         assert text.count("word05") == 1 and text.count("word39") == 1
         assert "".join(words).strip() in text
+        # The status is fetched once the end arrives: wait for that fetch, not only for the end's text.
+        page.wait_for_function(
+            "() => document.querySelector('#run-status [data-status]').dataset.status !== 'running'", timeout=30000)
         assert page.locator("#run-status [data-status]").get_attribute("data-status") == "finished"
         shot(page, "run-live")
     finally:
