@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import pkgutil
 import re
 from pathlib import Path
 
@@ -13,8 +14,10 @@ import harness_agui
 from harness_agui.core.errors import HarnessAguiError
 
 ERRORS = Path(harness_agui.__file__).parent / "core" / "errors.py"
-MODULES = ("harness_agui.core.errors", "harness_agui.wire.codec", "harness_agui.host.errors",
-           "harness_agui.host.postgres.lease")
+# Every module of the package, but the command line's entry point (importing it runs the CLI) and the drop-in
+# package, whose errors are upstream's tree (a13n_stream_protocol's names and bases), not this one.
+MODULES = tuple(m.name for m in pkgutil.walk_packages(harness_agui.__path__, "harness_agui.")
+                if not m.name.endswith(".__main__") and not m.name.startswith("harness_agui.compat"))
 _LINE = re.compile(r"^#\s{5}(?P<indent>(?:[│ ] {3})*)(?:[├└]── )?(?P<name>\w+)(?: \(also (?P<also>\w+)\))?")
 
 
@@ -41,8 +44,11 @@ def defined() -> dict[str, tuple[str | None, str | None]]:
     found: dict[str, tuple[str | None, str | None]] = {}
     for module in map(importlib.import_module, MODULES):
         for name, cls in vars(module).items():
-            if not (inspect.isclass(cls) and issubclass(cls, HarnessAguiError)) or cls.__module__ != module.__name__:
+            if not inspect.isclass(cls) or not issubclass(cls, BaseException) or cls.__module__ != module.__name__:
                 continue
+            if name.startswith("_"):  # a module's private signal, caught where it is raised
+                continue
+            assert issubclass(cls, HarnessAguiError), f"{module.__name__}.{name} is not a HarnessAguiError"
             ours = [b.__name__ for b in cls.__bases__ if issubclass(b, HarnessAguiError)]
             builtin = [b.__name__ for b in cls.__bases__ if not issubclass(b, HarnessAguiError)
                        and b.__module__ == "builtins" and b is not Exception]
@@ -58,8 +64,8 @@ def test_the_drawn_error_tree_is_the_tree_of_the_classes() -> None:
 
 def test_no_error_class_is_in_two_branches_of_the_tree() -> None:
     for name, (parent, _) in defined().items():
-        cls = next(getattr(importlib.import_module(m), name) for m in MODULES
-                   if hasattr(importlib.import_module(m), name))
+        cls = next(c for m in map(importlib.import_module, MODULES)
+                   if (c := vars(m).get(name)) is not None and getattr(c, "__module__", None) == m.__name__)
         library_bases = [c for c in cls.__mro__[1:] if issubclass(c, HarnessAguiError)]
         chain = []
         walk = parent
@@ -67,3 +73,11 @@ def test_no_error_class_is_in_two_branches_of_the_tree() -> None:
             chain.append(walk)
             walk = defined()[walk][0]
         assert [c.__name__ for c in library_bases] == chain, name
+
+
+def test_the_host_kit_page_draws_the_same_tree() -> None:
+    source = ERRORS.read_text().splitlines()
+    start = next(n for n, line in enumerate(source) if line.startswith("#     HarnessAguiError"))
+    end = next(n for n in range(start, len(source)) if source[n].strip() == "#")
+    page = (Path(__file__).parent.parent / "docs" / "host-kit.md").read_text()
+    assert "\n".join(line[6:] for line in source[start:end]) in page

@@ -17,13 +17,20 @@
 #     ├── StorageError (also ValueError)        a store cannot keep or give back what it holds (host.errors)
 #     │   ├── DamagedStoreError                 the store's file is damaged (names the table and row)
 #     │   └── ReadOnlyStoreError                a write to a store opened read-only
-#     └── DeliveryError (also ValueError)       the delivery log refused a request; nothing was written (host)
-#         ├── UnknownEventIdError               a Last-Event-ID the log never assigned
-#         │   └── ForeignEventIdError           ... or not an id of this Run at all (another Run's, malformed)
-#         ├── DeliveryMismatchError             a rebuilt projection differs from what was delivered
-#         ├── ProjectorConflictError            another projector recorded for the Run meanwhile
-#         │   └── LeaseLostError                ... because this worker's lease on the Run is lost (host.postgres)
-#         └── FollowerLimitError                a Run that has as many followers as it may (host.supervisor)
+#     ├── DeliveryError (also ValueError)       the delivery log refused a request; nothing was written (host)
+#     │   ├── UnknownEventIdError               a Last-Event-ID the log never assigned
+#     │   │   └── ForeignEventIdError           ... or not an id of this Run at all (another Run's, malformed)
+#     │   ├── DeliveryMismatchError             a rebuilt projection differs from what was delivered
+#     │   ├── ProjectorConflictError            another projector recorded for the Run meanwhile
+#     │   │   └── LeaseLostError                ... because this worker's lease on the Run is lost (host.postgres)
+#     │   └── FollowerLimitError                a Run that has as many followers as it may (host.supervisor)
+#     ├── InconsistentState (also ValueError)  a restored state whose parts disagree; a CheckpointError to callers
+#     ├── ThreadBindingError (also ValueError)  a binding that would split or share a client Thread (host.bindings)
+#     ├── WriterClosedError (also RuntimeError) a write handed to a closed writer; nothing was written (host.batch)
+#     ├── RunRefused (also ValueError)          a request no Run is started for; nothing was written (host.runner)
+#     │   ├── ThreadConflictError               ... 409: it disagrees with the Thread's journal (serve_a13n)
+#     │   └── RunInputError                     ... 422: it cannot become an a13n Run (serve_a13n)
+#     └── PostgresNotFoundError (also RuntimeError)  no PostgreSQL binaries on this machine (testing.postgres)
 #
 # The drawing is checked against the classes (tests/test_error_tree.py): each
 # class has one parent in the library, and a built-in it also is, named in

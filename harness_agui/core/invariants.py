@@ -50,6 +50,7 @@ from typing import Any
 from . import _json
 from . import records as ev
 from .conversation import _MESSAGE, Conversation, Message, Subagent, ToolCall, ToolResult, _Open
+from .errors import HarnessAguiError
 from .history import HistoryCursor
 from .livelog import LiveLog
 from .state import OpenPart, ProjectionState, RunState
@@ -57,7 +58,7 @@ from .state import OpenPart, ProjectionState, RunState
 __all__ = ["InconsistentState", "check_state", "check_conversation"]
 
 
-class InconsistentState(ValueError):
+class InconsistentState(HarnessAguiError, ValueError):
     """A state whose parts disagree (see the module comment)."""
 
 

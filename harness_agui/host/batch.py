@@ -47,6 +47,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from ..core.errors import HarnessAguiError
 from ._sqlite import Database
 from .bindings import SqliteRunBindings
 from .delivery import SqliteDeliveryLog, write_records
@@ -100,7 +101,7 @@ class Backend(Protocol):
     def close(self, session: Any) -> None: ...
 
 
-class WriterClosedError(RuntimeError):
+class WriterClosedError(HarnessAguiError, RuntimeError):
     """A write was submitted to a writer that was closed; nothing was written."""
 
 

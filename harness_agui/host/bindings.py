@@ -25,6 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
+from ..core.errors import HarnessAguiError
 from ._sqlite import TEXT, Column, Database, Table
 
 __all__ = ["WireRun", "RunBindings", "SqliteRunBindings", "ThreadBindingError", "check_binding"]
@@ -95,7 +96,7 @@ def check_binding(binding: Any) -> WireRun:
     return binding
 
 
-class ThreadBindingError(ValueError):
+class ThreadBindingError(HarnessAguiError, ValueError):
     """A binding that would bind one client Thread to two Harness Threads, or two client Threads to one
     Harness Thread. ``binding`` is the one refused, ``other`` the stored binding it disagrees with."""
 

@@ -31,12 +31,14 @@ import tempfile
 import urllib.parse
 from collections.abc import Sequence
 
+from ..core.errors import HarnessAguiError
+
 __all__ = ["PostgresNotFoundError", "TemporaryPostgres", "find_postgres_bin"]
 
 SUPERUSER = "harness"
 
 
-class PostgresNotFoundError(RuntimeError):
+class PostgresNotFoundError(HarnessAguiError, RuntimeError):
     """The PostgreSQL server binaries (initdb, pg_ctl) are not on this machine."""
 
 
