@@ -74,6 +74,7 @@ from typing import Any
 import attrs
 
 from .core._fast_source import builder, construction
+from .core._generated import define
 from .core._json import check_json, copy_json
 from .core.fields import field_spec
 from .core.source import (
@@ -493,8 +494,7 @@ def _compile(lib: SimpleNamespace, spec: _From, by_class: dict[type, Callable[[A
             lines.append(f"    {v} = " + conversion.format(v=v, w=repr(f"{cls.__name__}.{a.name}")))
     lines.extend("    " + line for line in construct)
     lines.append("    return o")
-    exec("\n".join(lines), namespace)  # noqa: S102 - the source is built above from the declarations and _FROM
-    convert: Callable[[Any], Any] = namespace["convert"]
+    convert: Callable[[Any], Any] = define("\n".join(lines), "convert", f"converter {cls.__name__}", namespace)
     return convert
 
 

@@ -37,6 +37,7 @@ from typing import Any
 
 import attrs
 
+from ._generated import define
 from .fields import MAX_JSON_INT, MAX_SOURCE_ID_LENGTH, FieldSpec, field_spec
 
 __all__ = ["builder", "construction"]
@@ -117,7 +118,6 @@ def builder(cls: type) -> Callable[..., Any]:
     names = [f"f{i}" for i in range(len(attrs.fields(cls)))]
     lines, namespace = construction(cls, names)
     source = "\n".join([f"def build({', '.join(names)}):", *("    " + line for line in lines), "    return o"])
-    exec(source, namespace)  # noqa: S102 - the source is built above from the declarations alone
-    build: Callable[..., Any] = namespace["build"]
+    build: Callable[..., Any] = define(source, "build", f"builder {cls.__name__}", namespace)
     build.__qualname__ = build.__name__ = f"build_{cls.__name__}"
     return build

@@ -55,6 +55,7 @@ import pydantic_core
 from pydantic_core import PydanticSerializationError
 
 from . import _json
+from ._generated import define
 from .records import _BY_TAG, EventLog, Kind, Record, build
 
 __all__ = ["EncodedEvent", "record_json", "records_json", "encode_records", "encoded", "event_json"]
@@ -147,8 +148,7 @@ def _compile(kind: Kind) -> Any:
         return _no_frame
     scope: dict[str, Any] = {"esc": _esc, "surrogate": _SURROGATE.search, "new": _new_encoded,
                              "EncodedEvent": EncodedEvent}
-    exec(compile(source, f"<harness_agui frame {kind.tag}>", "exec"), scope)  # noqa: S102
-    return scope[fn]
+    return define(source, fn, f"frame {kind.tag}", scope)
 
 
 # Every kind has one: it returns the EncodedEvent, or None for the slow path.

@@ -53,6 +53,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..core import _json
+from ..core._generated import define
 from ..core.errors import HarnessAguiError
 from ..core.jsonform import (
     CONTENT_TYPES,
@@ -194,8 +195,7 @@ def _writer(shape: Shape, head: str) -> Callable[[Any], str] | None:
             lines.append(f"    if not (type({v}) is _type{i} and {v} == _default{i}):")
         lines.append(f"        out.append({text})")
     lines.append("    return out[0] + ','.join(out[1:]) + '}'")
-    exec(compile("\n".join(lines), f"<harness_agui writer {shape.cls.__name__}>", "exec"), namespace)
-    return namespace["write"]  # type: ignore[no-any-return]
+    return define("\n".join(lines), "write", f"writer {shape.cls.__name__} {head}", namespace)  # type: ignore[no-any-return]
 
 
 _WRITERS: dict[type, Callable[[Any], str]] = {
