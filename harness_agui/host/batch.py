@@ -20,6 +20,13 @@
 # the batches grow by themselves (what queues during one commit is the next
 # batch); when the load is light a write waits at most ``max_delay``.
 #
+# It waits only for company that can come. A Run's driver awaits each
+# commit before it writes again, so the Runs already in the batch add
+# nothing to it; only another Run can. The writer keeps the Runs it saw
+# write in the last ``ACTIVE`` seconds (a Run's last write, the one that
+# ends it, takes it off), and stops waiting once each of them is in the
+# batch: one Run at a time commits each write at once, many share fsyncs.
+#
 # Nothing in a batch is checked again by rule: the driver's in-memory
 # cursors already said the items are in order. The database itself still
 # fences every write: the rows' keys are dense positions and event ids, so
@@ -108,6 +115,9 @@ class WriterClosedError(HarnessAguiError, RuntimeError):
 _STOP = object()
 _Entry = tuple[StreamWrite, asyncio.Future[None]]
 
+ACTIVE = 1.0
+"""Seconds after its last write that a Run still counts as one whose next write may join a batch."""
+
 
 class BatchWriter:
     """One database's writer thread (see the module comment). ``submit`` from the event loop; ``close``
@@ -123,6 +133,7 @@ class BatchWriter:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._active: dict[str, float] = {}  # the writer thread's: root run id -> when it last wrote
         self.batches = 0
         self.items = 0
 
@@ -174,13 +185,19 @@ class BatchWriter:
             return [], True
         batch: list[_Entry] = [first]
         size = first[0].size
-        deadline = time.monotonic() + self.policy.max_delay
+        now = time.monotonic()
+        deadline = now + self.policy.max_delay
+        active = self._active
+        for root in [r for r, seen in active.items() if seen < now - ACTIVE]:
+            del active[root]
+        waiting = set(active)  # the Runs whose next write could still join this batch
+        self._saw(first[0], now, waiting)
         while size < self.policy.max_items:
             try:
                 entry = self._queue.get_nowait()
             except queue.Empty:
                 wait = deadline - time.monotonic()
-                if wait <= 0:
+                if wait <= 0 or not waiting:
                     break
                 try:
                     entry = self._queue.get(timeout=wait)
@@ -191,7 +208,16 @@ class BatchWriter:
                 break
             batch.append(entry)
             size += entry[0].size
+            self._saw(entry[0], time.monotonic(), waiting)
         return batch, False
+
+    def _saw(self, write: StreamWrite, now: float, waiting: set[str]) -> None:
+        root = write.root_run_id
+        waiting.discard(root)
+        if write.finished:
+            self._active.pop(root, None)
+        else:
+            self._active[root] = now
 
     def _commit(self, session: Any, batch: list[_Entry]) -> tuple[Any, list[tuple[asyncio.Future[None], Any]]]:
         writes = [w for w, _ in batch]
