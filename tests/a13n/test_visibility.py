@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+import harness_agui.compat.a13n_stream_protocol.vocabulary  # noqa: F401 - registers the compat vocabulary
 from harness_agui import HarnessAguiObserver
 from harness_agui.a13n import a13n_equal, from_a13n, to_a13n
 from harness_agui.source import ContentList, InputEvent, ToolResultEvent
