@@ -39,15 +39,13 @@ import os
 import secrets
 from collections.abc import AsyncIterator
 
-import attrs
-
 from ..core import checkpoint as _checkpoint
 from ..core.errors import AguiObservationError, CheckpointError
 from ..core.observer import HarnessAguiObserver
 from ..core.source import HarnessStreamEvent
 from ._sqlite import INTEGER, TEXT, Column, Database, Table
 from .errors import DamagedStoreError, StorageError
-from .protocols import CheckpointStore, SourceJournal
+from .protocols import CheckpointStore, SourceJournal, StoredCheckpoint
 
 __all__ = ["SqliteCheckpointStore", "StoredCheckpoint", "resume_from_checkpoint", "CHECKPOINTS"]
 
@@ -57,18 +55,6 @@ CHECKPOINTS = Table(
      Column("event_count", INTEGER), Column("library", TEXT), Column("processor", TEXT), Column("data", TEXT)),
     key=("run_id", "position"),
 )
-
-
-@attrs.frozen
-class StoredCheckpoint:
-    """One stored checkpoint: its Run, the stream position of its last item,
-    and its bytes."""
-
-    run_id: str
-    position: int
-    last_sequence: int
-    event_count: int
-    data: bytes = attrs.field(repr=lambda d: f"<{len(d)} bytes>")
 
 
 class SqliteCheckpointStore:

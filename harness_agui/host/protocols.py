@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+import attrs
 from ag_ui.core import BaseEvent, RunErrorEvent
 
 from ..core.encode import EncodedEvent
@@ -20,7 +21,11 @@ from ..core.source import HarnessStreamEvent
 from .bindings import RunBindings
 from .checks import Cursor
 
-__all__ = ["SourceJournal", "DeliveryLog", "CheckpointStore", "Stores"]
+if TYPE_CHECKING:  # for the annotations only: these modules import this one, or what does
+    from .batch import BatchWriter, GroupCommit
+    from .delivery import Delivery, Page
+
+__all__ = ["SourceJournal", "DeliveryLog", "CheckpointStore", "StoredCheckpoint", "Stores"]
 
 
 @runtime_checkable
@@ -68,10 +73,10 @@ class DeliveryLog(Protocol):
     def read_only(self) -> bool: ...
 
     def record(self, item: HarnessStreamEvent, events: Sequence[BaseEvent | EncodedEvent], *,
-               root_run_id: str | None = None, expected_cursor: Any = ...) -> tuple[Any, ...]: ...
+               root_run_id: str | None = None, expected_cursor: Any = ...) -> tuple[Delivery, ...]: ...
 
     def fail(self, run_id: str, event: RunErrorEvent, *, expected_cursor: Cursor,
-             thread_id: str | None = None) -> Any: ...
+             thread_id: str | None = None) -> Delivery: ...
 
     def cursor(self, run_id: str) -> Cursor: ...
 
@@ -79,17 +84,29 @@ class DeliveryLog(Protocol):
 
     def finished(self, run_id: str) -> bool: ...
 
-    def replay(self, run_id: str, *, after: str | int | None = None) -> tuple[Any, ...]: ...
+    def replay(self, run_id: str, *, after: str | int | None = None) -> tuple[Delivery, ...]: ...
 
-    def page(self, run_id: str, *, after: int, limit: int = ...) -> Any: ...
+    def page(self, run_id: str, *, after: int, limit: int = ...) -> Page: ...
 
     def follow(self, run_id: str, *, after: str | int | None = None, poll_interval: float | None = None,
-               ) -> AsyncIterator[Any]: ...
+               ) -> AsyncIterator[Delivery]: ...
 
     def sse(self, run_id: str, *, last_event_id: str | int | None = None, poll_interval: float | None = None,
             ) -> AsyncIterator[str]: ...
 
     def close(self) -> None: ...
+
+
+@attrs.frozen
+class StoredCheckpoint:
+    """One stored checkpoint: its Run, the stream position of its last item,
+    and its bytes."""
+
+    run_id: str
+    position: int
+    last_sequence: int
+    event_count: int
+    data: bytes = attrs.field(repr=lambda d: f"<{len(d)} bytes>")
 
 
 @runtime_checkable
@@ -100,11 +117,11 @@ class CheckpointStore(Protocol):
     def key(self) -> bytes: ...
 
     def offer(self, run_id: str, observer: HarnessAguiObserver, *,
-              processor_identity: str | None = None) -> Any: ...
+              processor_identity: str | None = None) -> StoredCheckpoint | None: ...
 
     def positions(self, run_id: str) -> list[int]: ...
 
-    def load(self, run_id: str, position: int) -> Any: ...
+    def load(self, run_id: str, position: int) -> StoredCheckpoint | None: ...
 
     def close(self) -> None: ...
 
@@ -128,7 +145,7 @@ class Stores(Protocol):
         """Close what the ``Stores`` opened itself (the bindings); the journal and the log are the caller's."""
         ...
 
-    def writer(self, policy: Any) -> Any:
+    def writer(self, policy: GroupCommit | None = None) -> BatchWriter:
         """A new ``host.batch.BatchWriter`` for this database (one per supervisor)."""
         ...
 
