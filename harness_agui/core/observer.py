@@ -369,8 +369,10 @@ class HarnessAguiObserver:
                     raise CheckpointError("a live-only checkpoint without the message list, for an observer that "
                                           "tracks messages", problem="mode")
                 live = events if track else events.without_messages()
-            else:
-                live = LiveLog.of_records(events, track_messages=track)
+            elif track:  # the conversation folds every record (the retained ones read, and checked, now)
+                live = LiveLog.of_records(events, track_messages=True)
+            else:  # only their number: the retained records are not read
+                live = LiveLog(len(events))
             if live is not events:
                 state = state._replace(events=live)
         elif isinstance(events, LiveLog):
