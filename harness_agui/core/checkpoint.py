@@ -522,7 +522,7 @@ def decode(data: bytes | memoryview, *, processor_identity: str | None, run_id: 
                 raise _Malformed("the events of a retained checkpoint are not in their sections")
             # Each sealed block is checked against its digest, decoded and its records checked when it is
             # first read (_LazyBlocks): restoring costs the state, not the events.
-            blocks = _LazyBlocks(sealed.blocks, sealed.digests, _BLOCK_DIGEST[info.digest])
+            blocks: Any = _LazyBlocks(sealed.blocks, sealed.digests, _BLOCK_DIGEST[info.digest])
             events = RecordLog.from_blocks(blocks, _records(sealed.unsealed))
             state = state._replace(events=events)
         elif type(state.events) is not LiveLog:
