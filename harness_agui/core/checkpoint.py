@@ -11,9 +11,13 @@
 #
 #     MAGIC                       b"harness-agui checkpoint\n"
 #     u32 n, header               n bytes of UTF-8 JSON (one object, below)
-#     sections                    the lengths are in the header, in order
-#     digest                      of everything before it: its CRC-32 (4 bytes),
-#                                 or its HMAC-SHA-256 under the Host's key (32)
+#     sections                    the lengths are in the header, in order: the
+#                                 state, then for a retained state its records
+#                                 after the last sealed block, then one per
+#                                 sealed block
+#     seal                        of everything before the first sealed block:
+#                                 its CRC-32 (4 bytes), or its HMAC-SHA-256
+#                                 under the Host's key (32)
 #
 # The header says what the checkpoint is without decoding anything else:
 # ``format`` (FORMAT), ``library`` (the harness-agui version that wrote it),
@@ -25,7 +29,9 @@
 # list), ``processor`` (the SHA-256 of the processor identity the Host
 # passed, or null for no processor: the projection depends on the processor,
 # so a checkpoint only resumes under the same one), ``digest`` ("crc32" or
-# "hmac-sha256") and ``sections`` (their lengths).
+# "hmac-sha256"), ``sections`` (their lengths) and ``blocks`` (the digest of
+# each sealed block's section, in hex: its CRC-32 beside a CRC-32 seal, its
+# SHA-256 under an HMAC, which covers the header and so every block).
 #
 # Everything is data: JSON, decoded into the state's own types and nothing
 # else. Restoring never runs code named by the checkpoint, whatever its bytes
@@ -53,16 +59,25 @@
 # and then fail on in observe(), messages() or catch_up(); it is refused
 # ("corrupt") instead, so every checkpoint restored is one the observer can use.
 #
-# Verification order: the digest over the whole checkpoint first, then the
-# header, then the sections. The CRC-32 detects damage only (as the Host
-# kit's row checksums do): anyone can write a well-formed checkpoint with a
-# valid CRC, so an unkeyed checkpoint is decoded and checked in full when it
-# is restored. A keyed HMAC detects any change by someone without the key,
-# so a keyed checkpoint's sealed blocks are decoded when first read
-# (``_LazyBlocks``), each once: restoring a checkpoint of 10^5 events then
-# takes a few milliseconds, and resuming the live tail never reads the old
-# blocks (bench/checkpoint.py). The Host kit's checkpoint store seals with a
-# key by default.
+# Verification order: the seal first (over the magic, the header, the state
+# and the unsealed records), then the header, then the state and the
+# unsealed records, decoded and checked. The sealed blocks, which hold all
+# but the last BLOCK - 1 events, are not read at restore (only their first
+# and last bytes, as a cheap check of their framing): each is checked
+# against its digest, decoded and its records checked when it is first read
+# (``_LazyBlocks``), and one that fails raises CheckpointError ("corrupt")
+# then, and on every read after. So restoring costs the state, not the
+# events: resuming the live tail of a Run of 10^5 items from a checkpoint
+# never reads the old blocks (bench/checkpoint.py). A restored log is sealed
+# again (``checkpoint()``) only once every block has been read and checked.
+# ``verify_seal`` (what the Host kit's store checks before it keeps one)
+# reads every byte, the blocks' digests included.
+#
+# The CRC-32 detects damage only (as the Host kit's row checksums do): anyone
+# can write a well-formed checkpoint with valid CRCs, which is why every
+# block's records are checked when decoded, keyed or not. A keyed HMAC also
+# detects any change by someone without the key. The Host kit's checkpoint
+# store seals with a key by default.
 
 from __future__ import annotations
 
@@ -243,12 +258,19 @@ def _decode(value: Any) -> Any:
         return tuple(map(_decode, rest))
     if tag == "v":
         return pvector(map(_decode, rest))
-    if tag in ("m", "im"):
+    if tag == "im":  # ids (str) to values, most of them scalars: the bulk of a long Run's state
+        if len(rest) % 2:
+            raise _Malformed(f"a map of an odd number of keys and values ({len(rest)})")
+        keys = rest[0::2]
+        if not all(type(k) is str for k in keys):
+            raise _Malformed("an id map holding a key that is not a string")
+        return IdMap(zip(keys, [_decode(v) if type(v) in (list, dict) else v for v in rest[1::2]], strict=True))
+    if tag == "m":
         if len(rest) % 2:
             raise _Malformed(f"a map of an odd number of keys and values ({len(rest)})")
         pairs = [(_decode(rest[i]), _decode(rest[i + 1])) for i in range(0, len(rest), 2)]
         try:
-            return pmap(dict(pairs)) if tag == "m" else IdMap(pairs)
+            return pmap(dict(pairs))
         except TypeError as e:  # an unhashable key
             raise _Malformed(str(e)) from None
     if tag == "is":
