@@ -245,6 +245,9 @@ class _Malformed(Exception):
     """A section that is not what this release writes (becomes CheckpointError "corrupt")."""
 
 
+_NESTED = frozenset((list, dict))  # what ``_decode`` has to look into (or refuse); any other JSON value is itself
+
+
 def _decode(value: Any) -> Any:
     """The value the tagged JSON ``value`` stands for; _Malformed if it is not one."""
     if type(value) is not list:
@@ -255,16 +258,16 @@ def _decode(value: Any) -> Any:
         raise _Malformed("an array without a tag")
     tag, rest = value[0], value[1:]
     if tag == "t":
-        return tuple(map(_decode, rest))
+        return tuple([_decode(v) if type(v) in _NESTED else v for v in rest])
     if tag == "v":
-        return pvector(map(_decode, rest))
+        return pvector([_decode(v) if type(v) in _NESTED else v for v in rest])
     if tag == "im":  # ids (str) to values, most of them scalars: the bulk of a long Run's state
         if len(rest) % 2:
             raise _Malformed(f"a map of an odd number of keys and values ({len(rest)})")
         keys = rest[0::2]
         if not all(type(k) is str for k in keys):
             raise _Malformed("an id map holding a key that is not a string")
-        return IdMap(zip(keys, [_decode(v) if type(v) in (list, dict) else v for v in rest[1::2]], strict=True))
+        return IdMap(zip(keys, [_decode(v) if type(v) in _NESTED else v for v in rest[1::2]], strict=True))
     if tag == "m":
         if len(rest) % 2:
             raise _Malformed(f"a map of an odd number of keys and values ({len(rest)})")
@@ -280,7 +283,7 @@ def _decode(value: Any) -> Any:
     codec = _CLASSES.get(tag)
     if codec is None:
         raise _Malformed(f"an unknown tag {tag[:80]!r}")
-    fields = list(map(_decode, rest))
+    fields = [_decode(v) if type(v) in _NESTED else v for v in rest]  # a scalar stands for itself
     expected = _field_types(tag)
     if len(fields) != len(expected):
         raise _Malformed(f"a {tag} of {len(fields)} fields, not {len(expected)}")
@@ -339,9 +342,13 @@ def _make_checker(tp: Any) -> Callable[[Any], bool]:
     args = typing.get_args(tp)
     if origin is Literal:
         return lambda value: type(value) is str and value in args
-    if origin is typing.Union or origin is types.UnionType:
-        options = tuple(_checker(a) for a in args)
-        return lambda value: any(is_(value) for is_ in options)
+    if origin is typing.Union or origin is types.UnionType:  # plain classes (and None) by one set lookup
+        plain = frozenset(type(None) if a is None else a for a in args
+                          if a is None or (a is not Any and typing.get_origin(a) is None))
+        others = tuple(_checker(a) for a in args if not (a is None or (a is not Any and typing.get_origin(a) is None)))
+        if not others:
+            return lambda value: type(value) in plain
+        return lambda value: type(value) in plain or any(is_(value) for is_ in others)
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
             item = _checker(args[0])
