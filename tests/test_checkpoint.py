@@ -161,13 +161,29 @@ def test_a_large_log_restored_from_a_keyed_checkpoint_is_decoded_only_when_read(
     assert again.snapshot() == original.snapshot()
 
 
-def test_an_unkeyed_checkpoint_is_decoded_and_checked_in_full_when_restored() -> None:
-    original = _observed(_long_run()[:-1])
+def test_a_large_log_restored_from_an_unkeyed_checkpoint_is_decoded_and_checked_only_when_read() -> None:
+    items = _long_run()
+    original = _observed(items[:-1])
     restored = HarnessAguiObserver.restore(original.checkpoint())
-    assert "decoded" not in repr(restored.state.events.sealed_blocks())  # a plain persistent vector
+    assert "0 of 2" in repr(restored.state.events.sealed_blocks())
+    assert restored.observe(items[-1]) == original.observe(items[-1])
+    assert "0 of 2" in repr(restored.state.events.sealed_blocks())
+    assert restored.snapshot() == original.snapshot()
+    assert "2 of 2" in repr(restored.state.events.sealed_blocks())
     assert restored.state == original.state
 
 
+def test_a_live_only_observer_restored_from_a_retained_checkpoint_reads_none_of_its_blocks() -> None:
+    items = _long_run()
+    original = _observed(items[:-1])
+    header, sections = _sections(original.checkpoint())
+    damaged = _forged(header, [*sections[:2], _flip(sections[2]), sections[3]], digests=header["blocks"])
+    live = HarnessAguiObserver.restore(damaged, retain_events=False)  # only the number of events is needed
+    assert live.event_count == original.event_count
+    assert live.observe(items[-1]) == original.observe(items[-1])
+    with pytest.raises(CheckpointError) as error:  # the message list folds every event: read now
+        HarnessAguiObserver.restore(damaged, retain_events=False, track_messages=True)
+    assert error.value.problem == "corrupt"
 # -- refused checkpoints ---------------------------------------------------------------------
 
 def _checkpoint(**kwargs: Any) -> tuple[list[Any], bytes]:
@@ -252,13 +268,9 @@ def test_a_keyed_checkpoint_needs_its_key() -> None:
 
 def _resealed(data: bytes, change: Any) -> bytes:
     """``data`` with its header changed by ``change`` and a valid checksum."""
-    at = len(cp.MAGIC)
-    n = int.from_bytes(data[at:at + 4], "big")
-    header = json.loads(data[at + 4:at + 4 + n])
+    header, sections = _sections(data)
     change(header)
-    head = json.dumps(header, separators=(",", ":")).encode()
-    body = data[:at] + len(head).to_bytes(4, "big") + head + data[at + 4 + n:-4]
-    return body + zlib.crc32(body).to_bytes(4, "big")
+    return _forged(header, sections, digests=header.get("blocks"))
 
 
 def test_a_checkpoint_of_another_format_library_or_python_version_is_refused() -> None:
@@ -283,15 +295,44 @@ def _sections(data: bytes) -> tuple[dict[str, Any], list[bytes]]:
     return header, sections
 
 
-def _forged(header: dict[str, Any], sections: list[bytes], key: bytes | None = None) -> bytes:
-    """A checkpoint of these sections, its header's lengths and digest made to fit (what anyone who can
-    write a checkpoint can do without the Host's key)."""
-    header = dict(header, sections=[len(s) for s in sections])
+def _forged(header: dict[str, Any], sections: list[bytes], key: bytes | None = None, *,
+            digests: list[str] | None = None) -> bytes:
+    """A checkpoint of these sections, its header's lengths and digests made to fit (what anyone who can
+    write a checkpoint can do without the Host's key): the seal covers the magic, the header and the
+    sections before the sealed blocks, each of which has its digest in the header (CRC-32 beside a
+    CRC-32, SHA-256 under an HMAC). ``digests`` keeps the blocks' digests as given instead."""
+    eager = 2 if header.get("retained") else 1
+    if digests is None:
+        digests = [zlib.crc32(s).to_bytes(4, "big").hex() if key is None else hashlib.sha256(s).hexdigest()
+                   for s in sections[eager:]]
+    header = dict(header, sections=[len(s) for s in sections], blocks=digests)
     head = json.dumps(header, separators=(",", ":")).encode()
-    body = cp.MAGIC + len(head).to_bytes(4, "big") + head + b"".join(sections)
+    sealed = cp.MAGIC + len(head).to_bytes(4, "big") + head + b"".join(sections[:eager])
+    rest = b"".join(sections[eager:])
     if key is None:
-        return body + zlib.crc32(body).to_bytes(4, "big")
-    return body + hmac.new(key, body, hashlib.sha256).digest()
+        return sealed + rest + zlib.crc32(sealed).to_bytes(4, "big")
+    return sealed + rest + hmac.new(key, sealed, hashlib.sha256).digest()
+
+
+def _flip(section: bytes) -> bytes:
+    """``section`` with one byte in its middle changed (its framing kept)."""
+    at = len(section) // 2
+    return section[:at] + bytes([section[at] ^ 0x01]) + section[at + 1:]
+
+
+def _assert_refused_when_read(data: bytes, **kwargs: Any) -> None:
+    """Refused when restored, or, for a block the restore does not read, when its events are first read."""
+    try:
+        restored = HarnessAguiObserver.restore(data, **kwargs)
+    except CheckpointError as e:
+        assert e.problem == "corrupt", e
+        return
+    for _ in range(2):  # and on every read after, not only the first
+        with pytest.raises(CheckpointError) as error:
+            list(restored.snapshot())
+        assert error.value.problem == "corrupt"
+    with pytest.raises(CheckpointError):  # never sealed again
+        restored.checkpoint(**kwargs)
 
 
 class _Exploit:
@@ -344,26 +385,56 @@ def test_records_that_are_not_records_of_a_known_kind_are_refused() -> None:
         _assert_refused(_forged(header, [sections[0], records.encode(), *sections[2:]]), "corrupt")
 
 
-def test_a_forged_checkpoint_with_two_sealed_blocks_swapped_is_refused_when_restored() -> None:
+def test_a_forged_checkpoint_with_two_sealed_blocks_swapped_is_refused_when_restored_or_read() -> None:
     items = _long_run()
     original = _observed(items[:-1])
     header, sections = _sections(original.checkpoint())
     assert len(sections) == 4  # state, the unsealed records, two sealed blocks
-    # The blocks swapped with the header's lengths kept (the sections no longer fall on records) ...
-    misaligned = _forged(header, sections[:2] + [sections[3], sections[2]])
-    header_kept = dict(header)
-    body = misaligned[:-4]
-    at = len(cp.MAGIC) + 4
-    n = int.from_bytes(misaligned[len(cp.MAGIC):at], "big")
-    head = json.dumps(header_kept, separators=(",", ":")).encode()
-    body = cp.MAGIC + len(head).to_bytes(4, "big") + head + body[at + n:]
-    _assert_refused(body + zlib.crc32(body).to_bytes(4, "big"), "corrupt")
-    # ... or a block that does not hold a whole block of records.
-    _assert_refused(_forged(header, sections[:3] + [sections[3][:len(sections[3]) // 2] + b"]"]), "corrupt")
-    # Swapped whole, the sections still decode, but a keyed checkpoint's HMAC no longer matches.
+    # The blocks swapped with the header's lengths and digests kept (the sections no longer fall on
+    # records) ...
+    body = b"".join(sections[:2] + [sections[3], sections[2]])
+    kept = cp.MAGIC + len(json.dumps(header, separators=(",", ":")).encode()).to_bytes(4, "big") + json.dumps(
+        header, separators=(",", ":")).encode()
+    n = len(kept) + len(sections[0]) + len(sections[1])
+    _assert_refused_when_read(kept + body + zlib.crc32((kept + body)[:n]).to_bytes(4, "big"))
+    # ... or a block that does not hold a whole block of records, its digest made to fit.
+    _assert_refused_when_read(_forged(header, sections[:3] + [sections[3][:len(sections[3]) // 2] + b"]"]))
+    # Swapped whole with their digests, the blocks still decode, but a keyed checkpoint's HMAC no longer
+    # matches.
     header, sections = _sections(original.checkpoint(key=KEY))
     swapped = _forged(header, sections[:2] + [sections[3], sections[2]], b"another key entirely, 32 bytes.")
     _assert_refused(swapped, "corrupt", key=KEY)
+
+
+@pytest.mark.parametrize("keyed", [False, True])
+def test_a_damaged_sealed_block_is_refused_when_first_read_and_never_sealed_again(keyed: bool) -> None:
+    key = KEY if keyed else None
+    original = _observed(_long_run()[:-1])
+    data = original.checkpoint(key=key)
+    header, sections = _sections(data)
+    damaged = _forged(header, [*sections[:2], sections[2], _flip(sections[3])], key, digests=header["blocks"])
+    _assert_refused_when_read(damaged, key=key)
+    with pytest.raises(CheckpointError) as error:  # what the Host kit's store checks before it keeps one
+        cp.verify_seal(damaged, key)
+    assert error.value.problem == "corrupt"
+    cp.verify_seal(data, key)
+
+
+def test_a_forged_record_in_a_sealed_block_with_a_matching_crc_is_refused_when_first_read() -> None:
+    original = _observed(_long_run()[:-1])
+    header, sections = _sections(original.checkpoint())
+    records = json.loads(sections[2])
+    records[7] = ["CUSTOM", 1, "name", "not JSON"]
+    forged = _forged(header, [*sections[:2], json.dumps(records).encode(), sections[3]])
+    cp.verify_seal(forged, None)  # the CRC is right: only decoding the block finds the forgery
+    _assert_refused_when_read(forged)
+
+
+def test_a_checkpoint_whose_block_digests_are_not_digests_is_refused() -> None:
+    original = _observed(_long_run()[:-1])
+    header, sections = _sections(original.checkpoint())
+    for digests in ([], ["00"] * 2, ["é" * 8] * 2, [1, 2], "0" * 16):
+        _assert_refused(_forged(header, sections, digests=digests), "corrupt")  # type: ignore[arg-type]
 
 
 def test_something_that_is_not_a_checkpoint_is_refused() -> None:

@@ -47,10 +47,14 @@ def _sections(data: bytes) -> tuple[dict[str, Any], list[bytes]]:
 
 
 def _sealed(header: dict[str, Any], sections: list[bytes]) -> bytes:
-    header = dict(header, sections=[len(s) for s in sections])
+    """The checkpoint of ``sections`` as a writer lays it out: the CRC covers the magic, the header and
+    the sections before the sealed blocks, and the header holds each sealed block's CRC."""
+    eager = 2 if header.get("retained") else 1
+    header = dict(header, sections=[len(s) for s in sections],
+                  blocks=[zlib.crc32(s).to_bytes(4, "big").hex() for s in sections[eager:]])
     head = json.dumps(header, separators=(",", ":")).encode()
-    body = cp.MAGIC + len(head).to_bytes(4, "big") + head + b"".join(sections)
-    return body + zlib.crc32(body).to_bytes(4, "big")
+    sealed = cp.MAGIC + len(head).to_bytes(4, "big") + head + b"".join(sections[:eager])
+    return sealed + b"".join(sections[eager:]) + zlib.crc32(sealed).to_bytes(4, "big")
 
 
 def _places(tree: Any, path: tuple[int, ...] = ()) -> list[tuple[tuple[int, ...], Any]]:

@@ -81,6 +81,19 @@ def test_an_id_map_pickles_equal_and_equals_one_built_in_another_order(pairs: li
     assert pickle.loads(pickle.dumps(ids)) == ids
 
 
+@given(st.lists(st.tuples(_IDS, st.sampled_from(["open", "ended"])), max_size=600))
+def test_an_id_map_built_at_once_is_laid_out_as_one_built_one_id_at_a_time(pairs: list[tuple[str, str]]) -> None:
+    # IdMap(pairs) builds the trie in one pass (a restored checkpoint's maps); set() copies a path each.
+    one_by_one: IdMap[str] = IdMap()
+    ids = IdSet()
+    for k, v in pairs:
+        one_by_one = one_by_one.set(k, v)
+        ids = ids.add(k)
+    at_once = IdMap(pairs)
+    assert at_once._root == one_by_one._root and len(at_once) == len(one_by_one) == len(dict(pairs))
+    assert IdSet(k for k, _ in pairs)._root == ids._root
+
+
 def test_a_large_id_map_is_small_dicts_the_collector_ignores_and_an_update_copies_one_path() -> None:
     m: IdMap[str] = IdMap()
     for i in range(5000):

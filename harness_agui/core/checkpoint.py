@@ -11,9 +11,13 @@
 #
 #     MAGIC                       b"harness-agui checkpoint\n"
 #     u32 n, header               n bytes of UTF-8 JSON (one object, below)
-#     sections                    the lengths are in the header, in order
-#     digest                      of everything before it: its CRC-32 (4 bytes),
-#                                 or its HMAC-SHA-256 under the Host's key (32)
+#     sections                    the lengths are in the header, in order: the
+#                                 state, then for a retained state its records
+#                                 after the last sealed block, then one per
+#                                 sealed block
+#     seal                        of everything before the first sealed block:
+#                                 its CRC-32 (4 bytes), or its HMAC-SHA-256
+#                                 under the Host's key (32)
 #
 # The header says what the checkpoint is without decoding anything else:
 # ``format`` (FORMAT), ``library`` (the harness-agui version that wrote it),
@@ -25,7 +29,9 @@
 # list), ``processor`` (the SHA-256 of the processor identity the Host
 # passed, or null for no processor: the projection depends on the processor,
 # so a checkpoint only resumes under the same one), ``digest`` ("crc32" or
-# "hmac-sha256") and ``sections`` (their lengths).
+# "hmac-sha256"), ``sections`` (their lengths) and ``blocks`` (the digest of
+# each sealed block's section, in hex: its CRC-32 beside a CRC-32 seal, its
+# SHA-256 under an HMAC, which covers the header and so every block).
 #
 # Everything is data: JSON, decoded into the state's own types and nothing
 # else. Restoring never runs code named by the checkpoint, whatever its bytes
@@ -53,16 +59,25 @@
 # and then fail on in observe(), messages() or catch_up(); it is refused
 # ("corrupt") instead, so every checkpoint restored is one the observer can use.
 #
-# Verification order: the digest over the whole checkpoint first, then the
-# header, then the sections. The CRC-32 detects damage only (as the Host
-# kit's row checksums do): anyone can write a well-formed checkpoint with a
-# valid CRC, so an unkeyed checkpoint is decoded and checked in full when it
-# is restored. A keyed HMAC detects any change by someone without the key,
-# so a keyed checkpoint's sealed blocks are decoded when first read
-# (``_LazyBlocks``), each once: restoring a checkpoint of 10^5 events then
-# takes a few milliseconds, and resuming the live tail never reads the old
-# blocks (bench/checkpoint.py). The Host kit's checkpoint store seals with a
-# key by default.
+# Verification order: the seal first (over the magic, the header, the state
+# and the unsealed records), then the header, then the state and the
+# unsealed records, decoded and checked. The sealed blocks, which hold all
+# but the last BLOCK - 1 events, are not read at restore (only their first
+# and last bytes, as a cheap check of their framing): each is checked
+# against its digest, decoded and its records checked when it is first read
+# (``_LazyBlocks``), and one that fails raises CheckpointError ("corrupt")
+# then, and on every read after. So restoring costs the state, not the
+# events: resuming the live tail of a Run of 10^5 items from a checkpoint
+# never reads the old blocks (bench/checkpoint.py). A restored log is sealed
+# again (``checkpoint()``) only once every block has been read and checked.
+# ``verify_seal`` (what the Host kit's store checks before it keeps one)
+# reads every byte, the blocks' digests included.
+#
+# The CRC-32 detects damage only (as the Host kit's row checksums do): anyone
+# can write a well-formed checkpoint with valid CRCs, which is why every
+# block's records are checked when decoded, keyed or not. A keyed HMAC also
+# detects any change by someone without the key. The Host kit's checkpoint
+# store seals with a key by default.
 
 from __future__ import annotations
 
@@ -93,7 +108,7 @@ __all__ = ["FORMAT", "MAGIC", "CheckpointInfo", "encode", "decode", "inspect", "
            "library_version", "stream_position"]
 
 MAGIC = b"harness-agui checkpoint\n"
-FORMAT = 4  # 4: a part the source ended while its response streams stays open (OpenPart.ended)
+FORMAT = 5  # 5: each sealed block has its own digest, checked when the block is first read
 _TRAILER = {"crc32": 4, "hmac-sha256": 32}  # the digest's length, by name
 _U32 = struct.Struct(">I")
 
@@ -230,6 +245,9 @@ class _Malformed(Exception):
     """A section that is not what this release writes (becomes CheckpointError "corrupt")."""
 
 
+_NESTED = frozenset((list, dict))  # what ``_decode`` has to look into (or refuse); any other JSON value is itself
+
+
 def _decode(value: Any) -> Any:
     """The value the tagged JSON ``value`` stands for; _Malformed if it is not one."""
     if type(value) is not list:
@@ -240,15 +258,22 @@ def _decode(value: Any) -> Any:
         raise _Malformed("an array without a tag")
     tag, rest = value[0], value[1:]
     if tag == "t":
-        return tuple(map(_decode, rest))
+        return tuple([_decode(v) if type(v) in _NESTED else v for v in rest])
     if tag == "v":
-        return pvector(map(_decode, rest))
-    if tag in ("m", "im"):
+        return pvector([_decode(v) if type(v) in _NESTED else v for v in rest])
+    if tag == "im":  # ids (str) to values, most of them scalars: the bulk of a long Run's state
+        if len(rest) % 2:
+            raise _Malformed(f"a map of an odd number of keys and values ({len(rest)})")
+        keys = rest[0::2]
+        if not all(type(k) is str for k in keys):
+            raise _Malformed("an id map holding a key that is not a string")
+        return IdMap(zip(keys, [_decode(v) if type(v) in _NESTED else v for v in rest[1::2]], strict=True))
+    if tag == "m":
         if len(rest) % 2:
             raise _Malformed(f"a map of an odd number of keys and values ({len(rest)})")
         pairs = [(_decode(rest[i]), _decode(rest[i + 1])) for i in range(0, len(rest), 2)]
         try:
-            return pmap(dict(pairs)) if tag == "m" else IdMap(pairs)
+            return pmap(dict(pairs))
         except TypeError as e:  # an unhashable key
             raise _Malformed(str(e)) from None
     if tag == "is":
@@ -258,12 +283,12 @@ def _decode(value: Any) -> Any:
     codec = _CLASSES.get(tag)
     if codec is None:
         raise _Malformed(f"an unknown tag {tag[:80]!r}")
-    fields = list(map(_decode, rest))
+    fields = [_decode(v) if type(v) in _NESTED else v for v in rest]  # a scalar stands for itself
     expected = _field_types(tag)
     if len(fields) != len(expected):
         raise _Malformed(f"a {tag} of {len(fields)} fields, not {len(expected)}")
-    for value, tp in zip(fields, expected, strict=True):
-        if not _is(value, tp):
+    for value, tp, is_ in zip(fields, expected, _field_checkers(tag), strict=True):
+        if not is_(value):
             raise _Malformed(f"a {tag} holding a {type(value).__name__} where a {tp} belongs")
     try:
         return codec.build(*fields)
@@ -272,6 +297,14 @@ def _decode(value: Any) -> Any:
 
 
 _FIELD_TYPES: dict[str, tuple[Any, ...]] = {}
+_FIELD_CHECKERS: dict[str, tuple[Callable[[Any], bool], ...]] = {}
+
+
+def _field_checkers(tag: str) -> tuple[Callable[[Any], bool], ...]:
+    found = _FIELD_CHECKERS.get(tag)
+    if found is None:
+        found = _FIELD_CHECKERS[tag] = tuple(map(_checker, _field_types(tag)))
+    return found
 
 
 def _field_types(tag: str) -> tuple[Any, ...]:
@@ -281,37 +314,60 @@ def _field_types(tag: str) -> tuple[Any, ...]:
     return found
 
 
-def _is(value: Any, tp: Any) -> bool:
-    """Whether ``value`` (a decoded value: its parts already built and
-    checked) is of the annotated type ``tp``."""
+_CHECKERS: dict[Any, Callable[[Any], bool]] = {}
+
+
+def _checker(tp: Any) -> Callable[[Any], bool]:
+    """The test whether a decoded value (its parts already built and
+    checked) is of the annotated type ``tp``, worked out once per type: a
+    restore checks thousands of fields against the same few annotations."""
+    try:
+        return _CHECKERS[tp]
+    except KeyError:
+        pass
+    except TypeError:  # pragma: no cover - an unhashable annotation
+        return _make_checker(tp)
+    found = _CHECKERS[tp] = _make_checker(tp)
+    return found
+
+
+def _make_checker(tp: Any) -> Callable[[Any], bool]:
     if tp is Any:
-        return True
+        return lambda value: True
     if tp is None or tp is type(None):
-        return value is None
+        return lambda value: value is None
     origin = typing.get_origin(tp)
     if origin is None:
-        if tp is int:
-            return type(value) is int
-        return type(value) is tp
+        return lambda value: type(value) is tp
     args = typing.get_args(tp)
     if origin is Literal:
-        return type(value) is str and value in args
-    if origin is typing.Union or origin is types.UnionType:
-        return any(_is(value, a) for a in args)
+        return lambda value: type(value) is str and value in args
+    if origin is typing.Union or origin is types.UnionType:  # plain classes (and None) by one set lookup
+        plain = frozenset(type(None) if a is None else a for a in args
+                          if a is None or (a is not Any and typing.get_origin(a) is None))
+        others = tuple(_checker(a) for a in args if not (a is None or (a is not Any and typing.get_origin(a) is None)))
+        if not others:
+            return lambda value: type(value) in plain
+        return lambda value: type(value) in plain or any(is_(value) for is_ in others)
     if origin is tuple:
-        if type(value) is not tuple:
-            return False
         if len(args) == 2 and args[1] is Ellipsis:
-            return all(_is(v, args[0]) for v in value)
-        return len(value) == len(args) and all(_is(v, a) for v, a in zip(value, args, strict=True))
+            item = _checker(args[0])
+            return lambda value: type(value) is tuple and all(map(item, value))
+        items = tuple(_checker(a) for a in args)
+        return lambda value: (type(value) is tuple and len(value) == len(items)
+                              and all(is_(v) for v, is_ in zip(value, items, strict=True)))
     if origin is PVector:
-        return type(value) is _PVECTOR and all(_is(v, args[0]) for v in value)
+        item = _checker(args[0])
+        return lambda value: type(value) is _PVECTOR and all(map(item, value))
     if origin is PMap:
-        return type(value) is _PMAP and all(_is(k, args[0]) and _is(v, args[1]) for k, v in value.items())
+        k_is, v_is = _checker(args[0]), _checker(args[1])
+        return lambda value: type(value) is _PMAP and all(k_is(k) and v_is(v) for k, v in value.items())
     if origin is IdMap:
-        return type(value) is IdMap and all(_is(v, args[0]) for v in value.values())
+        v_is = _checker(args[0])
+        return lambda value: type(value) is IdMap and all(map(v_is, value.values()))
     if origin is Vector:
-        return type(value) is Vector and all(_is(v, args[0]) for v in value)
+        item = _checker(args[0])
+        return lambda value: type(value) is Vector and all(map(item, value))
     raise TypeError(f"a checkpoint cannot check a field of type {tp}")  # pragma: no cover - a new field type
 
 
@@ -356,6 +412,7 @@ def encode(state: ProjectionState, *, processor_identity: str | None, key: bytes
         raise TypeError(f"key must be bytes, not {type(key).__name__}")
     events = state.events
     sections: list[bytes | memoryview] = []
+    block_digests: list[str] = []
     if isinstance(events, LiveLog):
         sections.append(_state_json(state))
         retained, messages = False, events.messages is not None
@@ -363,10 +420,13 @@ def encode(state: ProjectionState, *, processor_identity: str | None, key: bytes
         sections.append(_state_json(state._replace(events=RecordLog())))
         sections.append(_records_json(events.unsealed()))
         blocks = events.sealed_blocks()
-        if isinstance(blocks, _LazyBlocks):
-            sections.extend(blocks.encoded())
-        else:
-            sections.extend(_records_json([r for chunk in block for r in chunk]) for block in blocks)
+        kind = _BLOCK_DIGEST["crc32" if key is None else "hmac-sha256"]
+        encoded = blocks.encoded(kind) if isinstance(blocks, _LazyBlocks) else (
+            (section, kind(section)) for section in (
+                _records_json([r for chunk in block for r in chunk]) for block in blocks))
+        for section, digest in encoded:
+            sections.append(section)
+            block_digests.append(digest)
         retained, messages = True, False
     header = {
         "format": FORMAT, "library": library_version(),
@@ -374,11 +434,11 @@ def encode(state: ProjectionState, *, processor_identity: str | None, key: bytes
         "position": stream_position(state), "event_count": len(events), "finished": state.finished,
         "retained": retained, "messages": messages,
         "processor": processor_digest(processor_identity), "digest": "crc32" if key is None else "hmac-sha256",
-        "sections": [len(s) for s in sections],
+        "sections": [len(s) for s in sections], "blocks": block_digests,
     }
     head = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    body = b"".join([MAGIC, _U32.pack(len(head)), head, *sections])
-    return body + _digest(body, key)
+    sealed = b"".join([MAGIC, _U32.pack(len(head)), head, *sections[:2]])
+    return b"".join([sealed, *sections[2:], _digest(sealed, key)])
 
 
 def _state_json(state: ProjectionState) -> bytes:
@@ -396,6 +456,21 @@ def _digest(data: bytes | memoryview, key: bytes | None) -> bytes:
     if key is None:
         return zlib.crc32(data).to_bytes(4, "big")
     return hmac.new(key, data, hashlib.sha256).digest()
+
+
+def _crc32_hex(data: bytes | memoryview) -> str:
+    return zlib.crc32(data).to_bytes(4, "big").hex()
+
+
+def _sha256_hex(data: bytes | memoryview) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# The digest of a sealed block, by the checkpoint's seal: a CRC-32 beside a CRC-32 (damage only), a
+# SHA-256 under an HMAC (which covers the header, and so every block's SHA-256).
+_BLOCK_DIGEST: dict[str, Callable[[bytes | memoryview], str]] = {"crc32": _crc32_hex, "hmac-sha256": _sha256_hex}
+_HEX_WIDTH = {"crc32": 8, "hmac-sha256": 64}
+_HEX = frozenset("0123456789abcdef")
 
 
 # -- decoding -----------------------------------------------------------------------------------
@@ -461,33 +536,23 @@ def decode(data: bytes | memoryview, *, processor_identity: str | None, run_id: 
     if info.library != library_version():
         raise CheckpointError(f"a checkpoint written by harness-agui {info.library}; this is "
                               f"{library_version()}", problem="version")
-    body = verify_seal(data, key)
+    sealed = _layout(data, key, info)
     if info.processor != processor_digest(processor_identity):
         raise CheckpointError("a checkpoint written under another processor (its processor identity differs)",
                               problem="processor")
     if run_id is not None and info.run_id != run_id:
         raise CheckpointError(f"a checkpoint of run {info.run_id!r}, not of run {run_id!r}", problem="foreign")
-    header, at = _header(data)
-    lengths = header["sections"]
-    if (not isinstance(lengths, list) or not lengths or not all(type(n) is int and n >= 0 for n in lengths)
-            or at + sum(lengths) != len(body) or info.retained != (len(lengths) >= 2)):
-        raise CheckpointError("a checkpoint whose sections do not add up", problem="corrupt")
-    sections = []
-    for n in lengths:
-        sections.append(body[at:at + n])
-        at += n
     try:
-        state = _decode(json.loads(bytes(sections[0]).decode("utf-8", "surrogatepass")))
+        state = _decode(json.loads(bytes(sealed.state).decode("utf-8", "surrogatepass")))
         if type(state) is not ProjectionState:
             raise _Malformed(f"it holds a {type(state).__name__}, not a projection state")
         if info.retained:
             if type(state.events) is not RecordLog or len(state.events):
                 raise _Malformed("the events of a retained checkpoint are not in their sections")
-            sealed = tuple(sections[2:])
-            # Keyed: sealed by this Host, decoded when read. Unkeyed: anyone can write a valid CRC, so
-            # every block is decoded and checked now.
-            blocks: Any = _LazyBlocks(sealed) if key is not None else pvector(_block(b) for b in sealed)
-            events = RecordLog.from_blocks(blocks, _records(sections[1]))
+            # Each sealed block is checked against its digest, decoded and its records checked when it is
+            # first read (_LazyBlocks): restoring costs the state, not the events.
+            blocks: Any = _LazyBlocks(sealed.blocks, sealed.digests, _BLOCK_DIGEST[info.digest])
+            events = RecordLog.from_blocks(blocks, _records(sealed.unsealed))
             state = state._replace(events=events)
         elif type(state.events) is not LiveLog:
             raise _Malformed("a live-only checkpoint whose state keeps no live-only log")
@@ -507,50 +572,109 @@ def decode(data: bytes | memoryview, *, processor_identity: str | None, run_id: 
     return state
 
 
-def verify_seal(data: bytes | memoryview, key: bytes | None) -> memoryview:
-    """Check that checkpoint ``data`` is sealed as ``key`` says (its HMAC
-    under ``key``, or its CRC-32 for None) and return what the seal covers.
-    Raises TypeError for data that is not bytes and CheckpointError for bytes
-    that are not a checkpoint ("format", "version") or whose seal does not
-    match ("corrupt")."""
-    info = inspect(data)
+class _Sealed(NamedTuple):
+    """A checkpoint's sections, its seal checked (``_layout``)."""
+
+    state: memoryview
+    unsealed: memoryview  # empty for a live-only checkpoint
+    blocks: tuple[memoryview, ...]  # the sealed blocks, each to check against its digest when read
+    digests: tuple[str, ...]
+
+
+def _layout(data: bytes | memoryview, key: bytes | None, info: CheckpointInfo) -> _Sealed:
+    """The sections of checkpoint ``data`` once its seal matches: the seal
+    covers the magic, the header (and so the lengths and each block's
+    digest) and the sections before the first sealed block. Reads nothing
+    of the blocks but their first and last bytes. CheckpointError
+    ("corrupt") for a seal that does not match or sections that do not add
+    up."""
     expected_digest = "crc32" if key is None else "hmac-sha256"
     if info.digest != expected_digest:
         raise CheckpointError(f"a checkpoint sealed with {info.digest}, read as {expected_digest} (a key is "
                               f"needed exactly when it was written with one)", problem="corrupt")
+    header, at = _header(data)
     view = memoryview(data)
-    trailer = _TRAILER[expected_digest]
-    body = view[:len(view) - trailer]
-    if len(body) <= len(MAGIC) or not hmac.compare_digest(_digest(body, key), bytes(view[len(view) - trailer:])):
+    end = len(view) - _TRAILER[expected_digest]
+    lengths, digests = header.get("sections"), header.get("blocks")
+    eager = 2 if info.retained else 1
+    width = _HEX_WIDTH[expected_digest]
+    if (not isinstance(lengths, list) or not all(type(n) is int and n >= 0 for n in lengths)
+            or len(lengths) < eager or (not info.retained and len(lengths) != 1) or at + sum(lengths) != end
+            or not isinstance(digests, list) or len(digests) != len(lengths) - eager
+            or not all(type(d) is str and len(d) == width and _HEX.issuperset(d) for d in digests)):
+        raise CheckpointError("a checkpoint whose sections do not add up", problem="corrupt")
+    covered = at + sum(lengths[:eager])
+    if end < len(MAGIC) or not hmac.compare_digest(_digest(view[:covered], key), bytes(view[end:])):
         what = "its checksum does not match its contents" if key is None else "its HMAC does not match (damaged, " \
             "or sealed with another key)"
         raise CheckpointError(f"a damaged checkpoint: {what}", problem="corrupt")
-    return body
+    sections = []
+    for n in lengths:
+        sections.append(view[at:at + n])
+        at += n
+    blocks = tuple(sections[eager:])
+    for i, block in enumerate(blocks):  # a cheap look at the framing: a block is an array of arrays
+        if bytes(block[:2]) != b"[[" or bytes(block[-2:]) != b"]]":
+            raise CheckpointError(f"a checkpoint whose block {i} is not an array of records", problem="corrupt")
+    return _Sealed(sections[0], sections[1] if info.retained else view[:0], blocks, tuple(digests))
+
+
+def verify_seal(data: bytes | memoryview, key: bytes | None) -> memoryview:
+    """Check that checkpoint ``data`` is sealed as ``key`` says (its HMAC
+    under ``key``, or its CRC-32 for None), its sealed blocks included
+    (each against the digest its header gives), and return everything
+    before the seal. Reads every byte (a restore does not: it checks each
+    block when the block is first read). Raises TypeError for data that is
+    not bytes and CheckpointError for bytes that are not a checkpoint
+    ("format", "version") or whose seal or a block's digest does not match
+    ("corrupt")."""
+    info = inspect(data)
+    sealed = _layout(data, key, info)
+    digest = _BLOCK_DIGEST[info.digest]
+    for i, (block, expected) in enumerate(zip(sealed.blocks, sealed.digests, strict=True)):
+        if not hmac.compare_digest(digest(block), expected):
+            raise _damaged_block(i)
+    view = memoryview(data)
+    return view[:len(view) - _TRAILER[info.digest]]
+
+
+def _damaged_block(index: int) -> CheckpointError:
+    return CheckpointError(f"a damaged checkpoint: block {index} does not match its digest", problem="corrupt")
 
 
 # -- the lazily decoded blocks of a restored RecordLog -----------------------------------------------
 
 class _LazyBlocks:
-    """The sealed blocks of a RecordLog restored from a keyed checkpoint, in
-    the place of its persistent vector (the same operations: len, index,
-    iterate, extend, compare): each block is decoded from its section on
-    first read and then kept. The cache is filled, never changed, with
-    values equal to what a decode gives, so the object behaves as the
-    immutable value it stands for."""
+    """The sealed blocks of a RecordLog restored from a checkpoint, in the
+    place of its persistent vector (the same operations: len, index,
+    iterate, extend, compare): each block is checked against its digest,
+    decoded and its records checked (``_block``) on first read, and then
+    kept; one that fails raises CheckpointError ("corrupt") on every read.
+    The cache is filled, never changed, with values equal to what a decode
+    gives, so the object behaves as the immutable value it stands for."""
 
-    __slots__ = ("_sealed", "_cache", "_more")
+    __slots__ = ("_sealed", "_digests", "_digest", "_cache", "_more")
 
-    def __init__(self, sealed: tuple[bytes | memoryview, ...], cache: list[Any] | None = None,
+    def __init__(self, sealed: tuple[bytes | memoryview, ...], digests: tuple[str, ...],
+                 digest: Callable[[bytes | memoryview], str], cache: list[Any] | None = None,
                  more: PVector[Any] | None = None) -> None:
         self._sealed = sealed
+        self._digests = digests
+        self._digest = digest
         self._cache = cache if cache is not None else [None] * len(sealed)
         self._more: PVector[Any] = more if more is not None else pvector()
 
-    def encoded(self) -> Iterator[bytes | memoryview]:
-        """Every block as its section's bytes (the sealed ones as they came)."""
-        yield from self._sealed
+    def encoded(self, digest: Callable[[bytes | memoryview], str]) -> Iterator[tuple[bytes | memoryview, str]]:
+        """Every block as its section's bytes and their ``digest``: the
+        sealed ones as they came, once read and checked (a checkpoint never
+        seals again what it could not vouch for; CheckpointError for one
+        that fails)."""
+        for i, section in enumerate(self._sealed):
+            self[i]
+            yield section, self._digests[i] if digest is self._digest else digest(section)
         for block in self._more:
-            yield _records_json([r for chunk in block for r in chunk])
+            section = _records_json([r for chunk in block for r in chunk])
+            yield section, digest(section)
 
     def __len__(self) -> int:
         return len(self._sealed) + len(self._more)
@@ -564,12 +688,13 @@ class _LazyBlocks:
                 raise IndexError("block index out of range")
             block = self._cache[index]
             if block is None:
-                # Sealed under the Host's key by this library: it decodes, or the key was shared with
-                # someone who wrote what this release does not.
+                section = self._sealed[index]
+                if not hmac.compare_digest(self._digest(section), self._digests[index]):
+                    raise _damaged_block(index)
                 try:
-                    block = self._cache[index] = _block(self._sealed[index])
+                    block = self._cache[index] = _block(section)
                 except _Malformed as e:
-                    raise CheckpointError(f"a keyed checkpoint whose block {index} does not decode: {e}",
+                    raise CheckpointError(f"a checkpoint whose block {index} does not decode: {e}",
                                           problem="corrupt") from None
             return block
         return self._more[index - sealed]
@@ -579,7 +704,7 @@ class _LazyBlocks:
             yield self[i]
 
     def extend(self, blocks: Sequence[Any]) -> _LazyBlocks:
-        return _LazyBlocks(self._sealed, self._cache, self._more.extend(blocks))
+        return _LazyBlocks(self._sealed, self._digests, self._digest, self._cache, self._more.extend(blocks))
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (_LazyBlocks, PVector)):
@@ -594,4 +719,3 @@ class _LazyBlocks:
 
     def __repr__(self) -> str:
         return f"<{len(self)} blocks, {sum(b is not None for b in self._cache)} of {len(self._sealed)} decoded>"
-

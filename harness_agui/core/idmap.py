@@ -95,6 +95,35 @@ def _set_new(node: tuple[Any, ...], key: str, h: int, value: Any, shift: int) ->
     return done[0]
 
 
+def _build(entries: list[tuple[int, str, Any]], shift: int) -> tuple[Any, ...]:
+    """The node at ``shift`` holding ``entries`` ((hash, key, value), keys
+    distinct), laid out as a ``_set`` of each in turn lays it out: a slot of
+    at most LEAF entries (or any number at _MAX_SHIFT) is a leaf, a fuller
+    one a node. Linear in the entries, where one ``_set`` each copies a path
+    each (a map restored from a checkpoint, say)."""
+    groups: dict[int, list[tuple[int, str, Any]]] = {}
+    for entry in entries:
+        i = (entry[0] >> shift) & _MASK
+        group = groups.get(i)
+        if group is None:
+            groups[i] = [entry]
+        else:
+            group.append(entry)
+    slots = list(_EMPTY_NODE)
+    for i, group in groups.items():
+        if len(group) <= LEAF or shift >= _MAX_SHIFT:
+            slots[i] = {k: v for _, k, v in group}
+        else:
+            slots[i] = _build(group, shift + _BITS)
+    return tuple(slots)
+
+
+def _built(pairs: Iterable[tuple[str, Any]]) -> tuple[tuple[Any, ...], int]:
+    """The root and length of a map of ``pairs`` (the last value of a key repeated wins)."""
+    items = dict(pairs)
+    return _build([(hash(k), k, v) for k, v in items.items()], 0), len(items)
+
+
 def _items(node: tuple[Any, ...]) -> Iterator[tuple[str, Any]]:
     for slot in node:
         if slot is None:
@@ -117,14 +146,8 @@ class IdMap(Mapping[str, V]):
     _len: int
 
     def __init__(self, items: Mapping[str, V] | Iterable[tuple[str, V]] = ()) -> None:
-        root, n = _EMPTY_NODE, 0
         pairs = items.items() if isinstance(items, Mapping) else items
-        for key, value in pairs:
-            done = _set(root, key, hash(key), value, 0)
-            if done is not None:
-                root, added = done
-                n += added
-        self._root, self._len = root, n
+        self._root, self._len = _built(pairs)
 
     def set(self, key: str, value: V) -> IdMap[V]:
         done = _set(self._root, key, hash(key), value, 0)
@@ -188,13 +211,7 @@ class IdSet:
     _len: int
 
     def __init__(self, ids: Iterable[str] = ()) -> None:
-        root, n = _EMPTY_NODE, 0
-        for key in ids:
-            done = _set(root, key, hash(key), True, 0)
-            if done is not None:
-                root = done[0]
-                n += 1
-        self._root, self._len = root, n
+        self._root, self._len = _built((key, True) for key in ids)
 
     def add(self, key: str) -> IdSet:
         done = _set(self._root, key, hash(key), True, 0)

@@ -326,9 +326,13 @@ class HarnessAguiObserver:
 
         A checkpoint is decoded as data into the state's own types, so no
         bytes can make restoring run code. Without ``key`` its CRC-32
-        detects damage only, and the whole checkpoint is checked as it is
+        detects damage only, and the state is checked in full as it is
         decoded; with ``key`` its HMAC also refuses a change by anyone
-        without the key.
+        without the key. The retained events are not read at restore: each
+        sealed block of them is checked against its digest and decoded when
+        first read, and one that fails raises CheckpointError ("corrupt")
+        from that read (``snapshot()``, ``messages()``, ``catch_up()``,
+        ``checkpoint()``).
 
         Raises TypeError for ``data`` that is not bytes, ValueError for a
         processor without ``processor_identity``, and CheckpointError (an
@@ -369,8 +373,10 @@ class HarnessAguiObserver:
                     raise CheckpointError("a live-only checkpoint without the message list, for an observer that "
                                           "tracks messages", problem="mode")
                 live = events if track else events.without_messages()
-            else:
-                live = LiveLog.of_records(events, track_messages=track)
+            elif track:  # the conversation folds every record (the retained ones read, and checked, now)
+                live = LiveLog.of_records(events, track_messages=True)
+            else:  # only their number: the retained records are not read
+                live = LiveLog(len(events))
             if live is not events:
                 state = state._replace(events=live)
         elif isinstance(events, LiveLog):
