@@ -16,7 +16,7 @@
 #               "history": {"messages": "$state", "new_message_index": I}}}
 #
 # ``base`` names the terminal result of an earlier root Run of the same
-# Thread whose history is the first K messages of this one (absent: the
+# Thread whose history is the first K messages of this one (null: the
 # tail is the whole history); ``"$state"`` says that the result's
 # ``history.messages`` are the state's messages (else they are stored as
 # they are). ``count`` is N and ``digest`` the SHA-256 of the N messages'

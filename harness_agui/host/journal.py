@@ -21,7 +21,12 @@
 # Each row holds one item in the project's wire format (the JSON line of
 # ``codec.encode``, which carries its own version ``v``), so a journal written
 # by this release is read by a later one through ``codec.decode`` and the
-# ``migrations`` the journal is given. The other columns are only the keys the
+# ``migrations`` the journal is given. One exception: a terminal result whose
+# state holds a message history (an a13n-harness ``HarnessState``, the whole
+# Thread's history) is stored with that history shared with an earlier result
+# of its Thread (``_shared_history``: a row starting ``{"$history":``), so a
+# turn stores what it added; readers expand it back to the appended item,
+# in the worker thread that reads the page. The other columns are only the keys the
 # queries need. A file written by a release whose journal kept one Run per
 # table key (no positions) is upgraded when it is first opened for writing:
 # each stored Run becomes a stream without children, position = sequence.
@@ -66,7 +71,8 @@
 # ``SequenceGapError``, raised by the reader at the missing position (whose
 # Run may be a child that has no later item to show the hole). To prune a whole Run, delete the rows of its stream
 # (``run_id``) from the items table and those of its Runs (``root_run_id``)
-# from the heads.
+# from the heads; a Run whose result a later Run's history is based on is
+# pruned with that later Run (prune a Thread from its newest Run back).
 
 from __future__ import annotations
 
