@@ -164,6 +164,10 @@ _SERVER_OPTIONS = frozenset(("database", "journal", "deliveries", "synchronous",
 _KNOWN_CACHE = 4096  # bindings kept in memory (they never change)
 
 
+_INLINE_BODY_BYTES = 64 * 1024
+"""A request body up to this size is parsed on the event loop; a larger one in a worker thread."""
+
+
 def _error(status: int, error: str, message: str, **extra: Any) -> JSONResponse:
     return JSONResponse({"error": error, "message": message, **extra}, status_code=status)
 
@@ -506,12 +510,24 @@ class AguiServer:
             if size > self._max_body:
                 raise _refuse(413, "body_too_large", f"the body is over {self._max_body} bytes")
             chunks.append(chunk)
+        return b"".join(chunks)
+
+    @staticmethod
+    def _run_input(raw: bytes) -> RunAgentInput:
+        # The request's RunAgentInput, parsed and validated (in a worker thread for a large body).
         try:
-            return json.loads(b"".join(chunks))
+            body = json.loads(raw)
         except RecursionError:
             raise _refuse(422, "invalid_request", "the body is nested too deep") from None
         except ValueError as e:
             raise _refuse(422, "invalid_request", f"the body is not JSON: {e}") from None
+        try:
+            return RunAgentInput.model_validate(body)
+        except RecursionError:
+            raise _refuse(422, "invalid_request", "the body is nested too deep") from None
+        except ValidationError as e:
+            raise _refuse(422, "invalid_request", "the body is not an AG-UI RunAgentInput",
+                          detail=json.loads(e.json(include_url=False, include_input=False))) from None
 
     async def _start_run(self, request: Request) -> Response:
         # JSON only: a cross-site page can POST a "simple" request (text/plain, form data) with the user's
@@ -520,14 +536,12 @@ class AguiServer:
         if media != "application/json":
             raise _refuse(415, "unsupported_media_type", "a Run is started by a POST of application/json "
                                                          f"(Content-Type: {media or 'none'})")
-        body = await self._read_body(request)
-        try:
-            run_input = RunAgentInput.model_validate(body)
-        except RecursionError:
-            raise _refuse(422, "invalid_request", "the body is nested too deep") from None
-        except ValidationError as e:
-            raise _refuse(422, "invalid_request", "the body is not an AG-UI RunAgentInput",
-                          detail=json.loads(e.json(include_url=False, include_input=False))) from None
+        raw = await self._read_body(request)
+        # A long Thread's request holds its whole conversation (AG-UI clients send every message each
+        # turn): parsed and validated in a worker thread, so the event loop that serves every other
+        # request is not held; a small one here, without the hop.
+        run_input = (self._run_input(raw) if len(raw) <= _INLINE_BODY_BYTES
+                     else await asyncio.to_thread(self._run_input, raw))
         thread_id, run_id = run_input.thread_id, run_input.run_id
         check_id("threadId", thread_id)
         check_id("runId", run_id)

@@ -145,7 +145,11 @@ _RESERVED_OPTIONS = frozenset(("input", "input_factory", "previous_state", "defe
 def _lib() -> SimpleNamespace:
     """a13n-harness and pydantic-ai, imported on first use (``harness_agui`` imports without them)."""
     try:
-        from a13n_harness import DeferredToolResume, RunBindings  # type: ignore[import-not-found, unused-ignore]
+        from a13n_harness import (  # type: ignore[import-not-found, unused-ignore]
+            DeferredToolResume,
+            HarnessRunResultEvent,
+            RunBindings,
+        )
         from a13n_harness.content import (  # type: ignore[import-not-found, unused-ignore]
             ContentItem,
             ContentMetadata,
@@ -182,7 +186,8 @@ def _lib() -> SimpleNamespace:
     except ImportError as e:
         raise ImportError("harness_agui.serve_a13n needs a13n-harness (Python 3.13+): "
                           "pip install 'harness-agui[a13n]'") from e
-    return SimpleNamespace(DeferredToolResume=DeferredToolResume, RunBindings=RunBindings, ContentItem=ContentItem,
+    return SimpleNamespace(DeferredToolResume=DeferredToolResume, HarnessRunResultEvent=HarnessRunResultEvent,
+                           RunBindings=RunBindings, ContentItem=ContentItem,
                            ContentMetadata=ContentMetadata, HarnessError=HarnessError,
                            ModelContextBlock=ModelContextBlock, ModelContextPlacement=ModelContextPlacement,
                            ModelContextProjection=ModelContextProjection, HarnessState=HarnessState,
@@ -745,9 +750,12 @@ class A13nRun:
         if self._started:
             raise RuntimeError(f"run {self.run_id!r} is already streaming: items() can be called once")
         self._started = True
+        result = _lib().HarnessRunResultEvent
         async with self._stream as stream:
             async for native in stream:
-                yield from_a13n(native)
+                # A result's state holds the Thread's whole history: converted in a worker thread, so that a
+                # long Thread's turn does not stall the event loop that serves every other request.
+                yield await asyncio.to_thread(from_a13n, native) if isinstance(native, result) else from_a13n(native)
 
 
 class A13nRunner:

@@ -21,7 +21,12 @@
 # Each row holds one item in the project's wire format (the JSON line of
 # ``codec.encode``, which carries its own version ``v``), so a journal written
 # by this release is read by a later one through ``codec.decode`` and the
-# ``migrations`` the journal is given. The other columns are only the keys the
+# ``migrations`` the journal is given. One exception: a terminal result whose
+# state holds a message history (an a13n-harness ``HarnessState``, the whole
+# Thread's history) is stored with that history shared with an earlier result
+# of its Thread (``_shared_history``: a row starting ``{"$history":``), so a
+# turn stores what it added; readers expand it back to the appended item,
+# in the worker thread that reads the page. The other columns are only the keys the
 # queries need. A file written by a release whose journal kept one Run per
 # table key (no positions) is upgraded when it is first opened for writing:
 # each stored Run becomes a stream without children, position = sequence.
@@ -66,7 +71,8 @@
 # ``SequenceGapError``, raised by the reader at the missing position (whose
 # Run may be a child that has no later item to show the hole). To prune a whole Run, delete the rows of its stream
 # (``run_id``) from the items table and those of its Runs (``root_run_id``)
-# from the heads.
+# from the heads; a Run whose result a later Run's history is based on is
+# pruned with that later Run (prune a Thread from its newest Run back).
 
 from __future__ import annotations
 
@@ -82,10 +88,11 @@ from ..core.errors import AfterTerminalError, ForeignRunError, SequenceGapError,
 from ..core.history import HistoryCursor, StreamCursor, advance_stream
 from ..core.notices import delegation_notice
 from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
-from ..wire.codec import DecodeError, Migration, decode, encode
+from ..wire.codec import DecodeError, Migration, decode, encode, from_json
+from ._shared_history import HEAD_CHARS, MARK, HistoryHead, SharedHistoryError, expand, read_head, stored_form
 from ._sqlite import FLAG, INTEGER, TEXT, Column, Database, Table, poll_interval_seconds, rewrite_table
 from .checks import Cursor, _check_args, check_prefix, check_tail
-from .errors import JournalConflictError, ProjectorConflictError
+from .errors import DamagedStoreError, JournalConflictError, ProjectorConflictError
 
 if TYPE_CHECKING:
     from .writes import StreamWrite
@@ -306,9 +313,9 @@ class SqliteSourceJournal:
             raise TypeError(f"append() takes a Harness source item, not {type(item).__name__}")
         if root_run_id is not None and (not isinstance(root_run_id, str) or not root_run_id.strip()):
             raise ValueError(f"root_run_id must be a non-blank str or None, not {root_run_id!r}")
-        line = encode(item)
         run_id, seq = item.run_id, item.sequence
         with self._db.write("append", ITEMS) as conn:
+            line = self._stored_line(conn, item)
             own = self._head(conn, run_id)
             if root_run_id is None and own is not None and own.root_run_id == run_id:
                 adopted = self._adopting_root(conn, item, own)
@@ -343,7 +350,7 @@ class SqliteSourceJournal:
                     row = self._row(conn, run_id, seq)
                     if row is not None:
                         stored = row[6]
-                        if stored == line or self._decode(stored, run_id, seq) == item:
+                        if stored == line or self._decode(stored, run_id, seq, conn) == item:
                             return False
                         if isinstance(e, SequenceOrderError):
                             raise JournalConflictError(run_id, seq, expected=mine.next_sequence) from None
@@ -498,11 +505,52 @@ class SqliteSourceJournal:
         children = pmap() if own is None or run_id == root_id else pmap({run_id: own.cursor(run_id)})
         return StreamCursor(root.cursor(root_id), children, root.last_position + 1)
 
-    def _decode(self, line: str, run_id: str, seq: int) -> HarnessStreamEvent:
+    def _decode(self, line: str, run_id: str, seq: int, conn: Any) -> HarnessStreamEvent:
+        # A stored line: a wire line, or a result whose history is shared with earlier ones of its Thread
+        # (``_shared_history``), whose bases are read with ``conn`` (in its transaction). In a worker thread.
         try:
-            return decode(line, migrations=self._migrations)
+            if not line.startswith(MARK):
+                return decode(line, migrations=self._migrations)
+            try:
+                data = expand(line, lambda base: self._result_line(conn, base))
+            except SharedHistoryError as e:
+                raise ITEMS.damaged(self.path, None, str(e), run_id=run_id, sequence=seq) from None
+            except DamagedStoreError:
+                raise
+            except ValueError as e:
+                raise DecodeError(f"malformed JSON: {e}") from None
+            return from_json(data, migrations=self._migrations)
         except DecodeError as e:
             raise DecodeError(f"journal row of run {run_id!r} at sequence {seq}: {e.reason}") from e
+
+    def _result_line(self, conn: Any, run_id: str) -> str:
+        # The stored line of root Run ``run_id``'s terminal result (a base of a shared history), checked.
+        head = self._head(conn, run_id)
+        row = None if head is None or not head.terminal or head.root_run_id != run_id \
+            else self._row(conn, run_id, head.last_sequence)
+        if row is None:
+            raise ITEMS.damaged(self.path, None, "missing: a later result of the thread shares its history with "
+                                                 "this run's result", run_id=run_id)
+        return str(row[6])
+
+    def _stored_line(self, conn: Any, item: HarnessStreamEvent) -> str:
+        # The line to store for ``item``: its wire line, or for a result whose state holds a message history,
+        # the shared form based on the longest stored history of its Thread it continues. In the writer's
+        # transaction (``conn``), in a worker thread.
+        if type(item) is not HarnessRunResultEvent or not isinstance(item.result.state, dict):
+            return encode(item)
+        rows = conn.execute(
+            f"SELECT h.run_id, substr(i.line, 1, {HEAD_CHARS}) FROM {HEADS.name} h JOIN {ITEMS.name} i "
+            "ON i.item_run_id = h.run_id AND i.sequence = h.last_sequence "
+            "WHERE h.thread_id = ? AND h.root_run_id = h.run_id AND h.terminal = 1 AND h.run_id != ?",
+            (item.thread_id, item.run_id)).fetchall()
+        bases = []
+        for run_id, prefix in rows:
+            head = read_head(prefix) if isinstance(prefix, str) else None
+            if head is not None:
+                bases.append(HistoryHead(run_id, *head))
+        stored = stored_form(item, bases)
+        return encode(item) if stored is None else stored
 
     def _head(self, conn: Any, run_id: str) -> _Head | None:
         # The head row, and the highest sequence the items' index holds for the Run: they must agree;
@@ -559,9 +607,12 @@ class SqliteSourceJournal:
         with self._db.read(HEADS, f"the head of run {run_id!r}") as conn:
             return self._root(conn, run_id)
 
-    def _fetch(self, run_id: str, after: int, through: int | None) -> list[tuple[int, int, str, str, int]]:
-        # One page of (position, sequence, item run id, line, terminal) after position ``after`` (through
-        # ``through``), checked; a page that ends what is stored must reach the stream's head.
+    def _fetch(self, run_id: str, after: int, through: int | None) -> list[tuple[int, str, Any, int]]:
+        # One page of (position, item run id, item, terminal) after position ``after`` (through
+        # ``through``), checked; a page that ends what is stored must reach the stream's head. Each line
+        # is decoded here, in the worker thread, and in the page's read transaction (a shared history's
+        # bases are read in it): a large result is never decoded on the event loop. A line that cannot
+        # be decoded gives its error in the item's place, raised by the reader when it reaches it.
         sql = f"SELECT {ITEMS.select} FROM {ITEMS.name} WHERE run_id = ? AND position > ?"
         args: tuple[object, ...] = (run_id, after)
         if through is not None:
@@ -570,13 +621,17 @@ class SqliteSourceJournal:
         with self._db.read(ITEMS, f"run {run_id!r} after position {after}") as conn:
             head = self._root(conn, run_id)
             rows = conn.execute(sql + " ORDER BY position LIMIT ?", args + (_PAGE,)).fetchall()
-        out = []
-        for row in rows:
-            run, position, item_run, seq, _, terminal, line = ITEMS.checked(self.path, row)
-            if run != run_id:
-                raise ITEMS.damaged(self.path, None, f"the run's index gave a row of run {run!r:.80}",
-                                    run_id=run_id, position=position)
-            out.append((position, seq, item_run, line, terminal))
+            out: list[tuple[int, str, Any, int]] = []
+            for row in rows:
+                run, position, item_run, seq, _, terminal, line = ITEMS.checked(self.path, row)
+                if run != run_id:
+                    raise ITEMS.damaged(self.path, None, f"the run's index gave a row of run {run!r:.80}",
+                                        run_id=run_id, position=position)
+                try:
+                    item: Any = self._decode(line, item_run, seq, conn)
+                except (DecodeError, DamagedStoreError) as e:
+                    item = e
+                out.append((position, item_run, item, terminal))
         if head is not None and len(rows) < _PAGE:
             end = head.last_position if through is None else min(through, head.last_position)
             reached = out[-1][0] if out else after
@@ -589,9 +644,9 @@ class SqliteSourceJournal:
         last = self._first - 1
         while True:
             rows = await asyncio.to_thread(self._fetch, run_id, last, through)
-            for position, seq, item_run, line, _ in rows:
+            for position, _, item, _ in rows:
                 _contiguous(run_id, last, position)
-                yield self._decode(line, item_run, seq)
+                yield _item(item)
                 last = position
             if len(rows) < _PAGE:
                 return
@@ -644,9 +699,9 @@ class SqliteSourceJournal:
             return
         while True:
             rows = await asyncio.to_thread(self._fetch, run_id, last, None)
-            for position, seq, item_run, line, terminal_flag in rows:
+            for position, item_run, item, terminal_flag in rows:
                 _contiguous(run_id, last, position)
-                yield self._decode(line, item_run, seq)
+                yield _item(item)
                 last = position
                 if terminal_flag and item_run == run_id:
                     return
@@ -663,6 +718,10 @@ def write_items(journal: SqliteSourceJournal, conn: Any, writes: Sequence[Stream
     rows: list[tuple[Any, ...]] = []
     heads: list[tuple[Any, ...]] = []
     for write in writes:
+        if any(i.line is None for i in write.items):  # a result's line: written here, off the event loop
+            write = attrs.evolve(write, items=tuple(
+                i if i.line is not None else attrs.evolve(i, line=journal._stored_line(conn, i.item))
+                for i in write.items))
         if not write.items or (verify and _already_appended(journal, conn, write)):
             continue
         root = write.root_run_id
@@ -690,6 +749,13 @@ def _already_appended(journal: SqliteSourceJournal, conn: Any, write: StreamWrit
     raise ProjectorConflictError(run_id=root, cursor=write.journal_last, found=found, reason=(
         f"another writer appended to the run's stream since this one read it (it expected the stream's last "
         f"position at {write.journal_last}, found {found})"))
+
+
+def _item(decoded: Any) -> HarnessStreamEvent:
+    # A row's item as ``_fetch`` decoded it, or the error it met.
+    if isinstance(decoded, BaseException):
+        raise decoded
+    return decoded  # type: ignore[no-any-return]
 
 
 def _contiguous(run_id: str, last: int, position: int) -> None:

@@ -723,7 +723,10 @@ class RunSupervisor:
             if not journaled:
                 own = after.cursor_of(item.run_id)
                 assert own is not None
-                rows.append(Journaled(position, item.run_id, item.sequence, item.thread_id, own.finished, encode(item)))
+                # A result's line is written by the store, in its worker thread: its state may hold a long
+                # Thread's whole history (a13n-harness), too much to encode on the event loop.
+                line = None if type(item) is HarnessRunResultEvent else encode(item)
+                rows.append(Journaled(position, item.run_id, item.sequence, item.thread_id, own.finished, line, item))
                 heads[item.run_id] = Head(item.run_id, item.thread_id, item.sequence, own.finished, position)
                 if item.run_id != root:
                     top = after.root

@@ -14,14 +14,27 @@ __all__ = ["Journaled", "Head", "Recorded", "StreamWrite"]
 
 @attrs.frozen
 class Journaled:
-    """One item to append: its position in the root's stream, its own Run and sequence, its wire line."""
+    """One item to append: its position in the root's stream, its own Run and sequence, its wire line.
+
+    ``line`` is None for a terminal result, whose ``item`` the store writes in its worker thread (its
+    line, whose state may hold a long Thread's whole history, is never encoded on the event loop; the
+    SQLite journal stores that history shared with the Thread's earlier results: ``_shared_history``)."""
 
     position: int
     run_id: str
     sequence: int
     thread_id: str
     terminal: bool
-    line: str
+    line: str | None
+    item: Any = attrs.field(default=None, eq=False, repr=False)
+
+    def wire_line(self) -> str:
+        """``line``, or the wire line of ``item`` when ``line`` is None."""
+        if self.line is not None:
+            return self.line
+        from ..wire.codec import encode
+
+        return encode(self.item)
 
 
 @attrs.frozen

@@ -113,7 +113,7 @@ class _Backend:
             if verify:
                 writes = [w for w in writes if not _already_there(conn, w)]
             with conn.pipeline() as pipeline, conn.cursor() as cur, conn.cursor() as updates:
-                items = [(w.root_run_id, i.position, i.run_id, i.sequence, i.thread_id, i.terminal, i.line)
+                items = [(w.root_run_id, i.position, i.run_id, i.sequence, i.thread_id, i.terminal, i.wire_line())
                          for w in writes for i in w.items]
                 if items:
                     _ITEMS.run(cur, items)
@@ -244,8 +244,8 @@ def _already_there(conn: psycopg.Connection[Any], write: StreamWrite) -> bool:
             first, last = write.items[0], write.items[-1]
             lines = dict(conn.execute(f"SELECT position, line FROM {ITEMS} WHERE root_run_id = %s AND position = "
                                       "ANY(%s)", (root, [first.position, last.position])).fetchall())
-            if found is None or found < last.position or lines != {first.position: first.line,
-                                                                    last.position: last.line}:
+            if found is None or found < last.position or lines != {first.position: first.wire_line(),
+                                                                    last.position: last.wire_line()}:
                 raise ProjectorConflictError(run_id=root, cursor=write.journal_last, found=found, reason=(
                     f"another writer appended to the run's stream since this one read it (it expected the stream's "
                     f"last position at {write.journal_last}, found {found})"))

@@ -375,12 +375,25 @@ class PostgresSourceJournal:
                                         row=f"root_run_id={run_id!r:.80}, position={reached + 1}")
         return rows
 
+    def _fetch_items(self, run_id: str, after: int, through: int | None) -> list[tuple[int, str, Any, bool]]:
+        # ``_fetch``, each line decoded here, in the worker thread (a result's state may hold a long
+        # Thread's whole history: never decoded on the event loop); a line that cannot be decoded gives its
+        # error in the item's place, raised by the reader when it reaches it.
+        out: list[tuple[int, str, Any, bool]] = []
+        for position, item_run, seq, terminal, line in self._fetch(run_id, after, through):
+            try:
+                item: Any = self._decode(line, item_run, seq)
+            except DecodeError as e:
+                item = e
+            out.append((position, item_run, item, terminal))
+        return out
+
     async def _pages(self, run_id: str, through: int | None) -> AsyncIterator[HarnessStreamEvent]:
         last = self._first - 1
         while True:
-            rows = await asyncio.to_thread(self._fetch, run_id, last, through)
-            for position, item_run, seq, _, line in rows:
-                yield self._decode(line, item_run, seq)
+            rows = await asyncio.to_thread(self._fetch_items, run_id, last, through)
+            for position, _, item, _ in rows:
+                yield _item(item)
                 last = position
             if len(rows) < _PAGE:
                 return
@@ -421,11 +434,18 @@ class PostgresSourceJournal:
         with self._db.waiting(JOURNAL_CHANNEL, run_id) as woken:
             await self._db.listening()
             while True:
-                rows = await asyncio.to_thread(self._fetch, run_id, last, None)
-                for position, item_run, seq, terminal, line in rows:
-                    yield self._decode(line, item_run, seq)
+                rows = await asyncio.to_thread(self._fetch_items, run_id, last, None)
+                for position, item_run, item, terminal in rows:
+                    yield _item(item)
                     last = position
                     if terminal and item_run == run_id:
                         return
                 if not rows:
                     await self._db.wait(woken, recheck)
+
+
+def _item(decoded: Any) -> HarnessStreamEvent:
+    # A row's item as ``_fetch_items`` decoded it, or the error it met.
+    if isinstance(decoded, BaseException):
+        raise decoded
+    return decoded  # type: ignore[no-any-return]
