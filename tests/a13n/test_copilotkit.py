@@ -11,12 +11,16 @@
 # follow-up Run it starts itself; and a second CopilotKit client on the same thread (connectAgent) that sees
 # the user's questions.
 #
-# Not expressed: a retried request (the same runId sent again after a dropped connection). CopilotKit's core
-# has no retry: stopAgent() ends the Run through the runtime's stop route (the runtime aborts its HttpAgent's
-# request), and a new runAgent() starts a new Run; its runtime never re-sends a request. The second client's
-# catch-up goes to the runtime's own in-memory store (InMemoryAgentRunner.connect replays what the runtime
-# recorded), never to harness-agui's connect route, so the follower checks CopilotKit's replay of our events,
-# not our catch-up (tests/node/http_connect.mjs does that one).
+# A retried request, as CopilotKit can say it: its core has no retry of its own, but stopAgent() (the runtime
+# aborts its HttpAgent's request: harness-agui sees a dropped connection, and the Run goes on) and then
+# runAgent({runId}) with the same runId send the same Run again through the runtime.
+#
+# Not expressed as the official-client test does it: the second client's catch-up. A CopilotKit client that
+# connects to a thread is served from the runtime's own in-memory store (InMemoryAgentRunner.connect replays
+# what the runtime recorded), never from harness-agui's connect route, so the follower here checks CopilotKit's
+# replay of our events, not our catch-up (tests/node/http_connect.mjs checks that one). A dropped connection
+# between the client and the runtime is not one either: the runtime's Run goes on without the client, and
+# nothing in CopilotKit sends that request again.
 
 from __future__ import annotations
 
@@ -143,3 +147,19 @@ def test_a_copilotkit_client_through_copilotkits_runtime_holds_the_conversation_
     assert [(i, c) for i, r, c in followed if r == "user"] == [(m["id"], m["content"]) for m in users]
     assert len({i for i, _, _ in followed}) == len(followed)
     assert {i for i, _, _ in followed} <= {m["id"] for m in messages}
+
+
+def test_a_copilotkit_client_that_stops_a_run_and_sends_its_run_id_again_gets_the_answer_as_the_model_said_it(
+        copilotkit: str, served: Served) -> None:
+    out = converse(copilotkit, f"{served.base}/runs", [{"say": "Write an essay.", "retry": 20}])
+    assert out["errors"] == []
+    [retried] = out["retried"]
+    first, second = out["runs"]
+    assert first["runId"] == second["runId"] == retried["runId"]
+    assert first["events"][-1]["type"] == "RUN_ERROR"  # the stop: the client's own abort, as CopilotKit reports it
+    assert second["events"][-1]["type"] == "RUN_FINISHED"
+    said = served.items(retried["runId"])[-1].result.output
+    assert 0 < len(retried["partBefore"]) < len(said)  # the first attempt broke mid-answer
+    assert [m["content"] for m in out["messages"] if m["role"] == "assistant"] == [said]  # once, whole
+    assert [m["content"] for m in out["messages"] if m["role"] == "user"] == ["Write an essay."]
+    assert len({m["id"] for m in out["messages"]}) == len(out["messages"])

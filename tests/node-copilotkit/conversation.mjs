@@ -9,10 +9,13 @@
 // frontend tool the client registers for that turn, whose handler returns "result"; CopilotKit's core runs it
 // when the agent calls it and runs the agent again with the tool message alone), or {"approve": bool}
 // (answers every pending interrupt through runAgent({resume: [...]})). {"follow": true} is a second
-// CopilotKit client on the same thread that connects (connectAgent) instead of running.
+// CopilotKit client on the same thread that connects (connectAgent) instead of running. {"say": text, "retry": n}
+// is a retried request: the core's stopAgent() after n text deltas (the runtime aborts its HttpAgent's request,
+// which harness-agui sees as a dropped connection), then runAgent({runId}) with the same runId again.
 //
 // Output (stdout, one JSON object): {"threadId", "messages", "pendingInterrupts", "errors", "runs": [{"runId",
-// "events"}], "followers": [{"messages"}]}; "errors" holds every error CopilotKit's core reported.
+// "events"}], "followers": [{"messages"}], "retried": [{"runId",
+// "partBefore"}]}; "errors" holds every error CopilotKit's core reported.
 
 import { createServer } from "node:http";
 import { HttpAgent } from "@ag-ui/client";
@@ -52,6 +55,7 @@ function plain(messages) {
 
 const runs = [];
 const followers = [];
+const retried = [];
 let core;
 let agent;
 try {
@@ -77,6 +81,21 @@ try {
         interruptId: i.id, status: "resolved", payload: { approved: turn.approve } })) });
       continue;
     }
+    if (turn.retry) {  // stop the Run after turn.retry deltas, then send its runId again
+      const runId = crypto.randomUUID();
+      agent.addMessage({ id: crypto.randomUUID(), role: "user", content: turn.say });
+      let deltas = 0;
+      const watch = agent.subscribe({ onTextMessageContentEvent: () => {
+        deltas += 1;
+        if (deltas === turn.retry) core.stopAgent({ agent });
+      } });
+      await core.runAgent({ agent, runId }).catch(() => {});
+      watch.unsubscribe();
+      const partBefore = agent.messages.filter((m) => m.role === "assistant").map((m) => m.content ?? "").join("");
+      await core.runAgent({ agent, runId });
+      retried.push({ runId, partBefore });
+      continue;
+    }
     if (turn.tool) {
       core.addTool({ name: turn.tool.name, description: turn.tool.description,
                      handler: async () => turn.tool.result });
@@ -94,6 +113,6 @@ try {
 }
 process.stdout.write(JSON.stringify({
   threadId: agent?.threadId, messages: plain(agent?.messages ?? []), pendingInterrupts: agent?.pendingInterrupts ?? [],
-  errors, runs, followers }) + "\n");
+  errors, runs, followers, retried }) + "\n");
 server.close();
 process.exit(0);
