@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import gc
 import importlib
 import importlib.util
 import os
@@ -545,17 +546,25 @@ class _Served:
 
 
 def _serve(args: argparse.Namespace, err: TextIO | None) -> int:
-    try:
-        import uvicorn
-
-        from .serve import AguiServer, tune_collector
-    except ImportError:
-        raise _Fail("serve needs the serve extra: pip install 'harness-agui[serve]'", EXIT_USAGE) from None
+    # Start-up is mostly imports: ours, and the app's (a13n-harness and pydantic-ai build thousands of classes).
+    # The socket listens first, so a busy port fails at once and connections queue from the first moment; the
+    # cyclic collector is off until the server is up (those imports make containers by the hundred thousand
+    # and no garbage worth a collection: about a tenth of the start-up's CPU went to collections that found
+    # nothing), and tune_collector's one collection runs once the server is up, not before.
     if (args.target is None) == (not args.demo):
         raise _Fail("serve takes MODULE:ATTR (an a13n-harness agent, a runner, an AguiServer or an ASGI app) or "
                     "--demo, one of the two", EXIT_USAGE)
     listening = _listen(args.host, args.port)  # before anything says "serving": a busy port fails here
+    collecting = gc.isenabled()
+    if collecting and not args.no_gc_tuning:
+        gc.disable()
     try:
+        try:
+            import uvicorn
+
+            from .serve import AguiServer, tune_collector
+        except ImportError:
+            raise _Fail("serve needs the serve extra: pip install 'harness-agui[serve]'", EXIT_USAGE) from None
         served = _served(args, AguiServer)
         host, port = listening.getsockname()[:2]
         where = f"http://{host}:{port}{served.runs_path or ''}"
@@ -563,12 +572,21 @@ def _serve(args: argparse.Namespace, err: TextIO | None) -> int:
         _say(err, f"serving {served.what} on {where}{database}; Ctrl-C stops", EXIT_OK)
         if served.note is not None:
             _say(err, served.note, EXIT_OK)
-        if not args.no_gc_tuning:
-            tune_collector()
+
+        class Server(uvicorn.Server):
+            async def startup(self, sockets: Any = None) -> None:
+                await super().startup(sockets=sockets)
+                if collecting and not gc.isenabled():  # up (or failed to start): the collector as it was, tuned
+                    gc.enable()
+                    if not args.no_gc_tuning:
+                        tune_collector()
+
         config = uvicorn.Config(served.app, log_level="warning", timeout_graceful_shutdown=1)
-        uvicorn.Server(config).run(sockets=[listening])
+        Server(config).run(sockets=[listening])
     finally:
         listening.close()
+        if collecting and not gc.isenabled():
+            gc.enable()
     return EXIT_OK
 
 

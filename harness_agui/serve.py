@@ -805,8 +805,8 @@ def tune_collector(*, young: int = 10_000) -> None:
     already higher is kept. Reference counting still frees nearly everything at once: only cycles wait
     longer, and the full collections no longer walk the start-up heap (tens of milliseconds each).
 
-    It changes the whole process, so it is the process owner's call: ``harness-agui serve`` makes it after
-    building the app (``--no-gc-tuning`` leaves the collector alone), and a Host that embeds the app calls it
+    It changes the whole process, so it is the process owner's call: ``harness-agui serve`` makes it once
+    uvicorn is up (``--no-gc-tuning`` leaves the collector alone), and a Host that embeds the app calls it
     once, after its imports and before serving. ValueError for a ``young`` that is not an int >= 1."""
     if isinstance(young, bool) or not isinstance(young, int) or young < 1:
         raise ValueError(f"young must be an int >= 1, not {young!r}")

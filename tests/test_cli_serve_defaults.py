@@ -7,10 +7,13 @@ The a13n-harness side (``serve app:agent`` of a real agent) is in ``tests/a13n/t
 
 from __future__ import annotations
 
+import gc
 import json
 import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -169,3 +172,41 @@ def test_version_and_help_import_none_of_the_server_the_core_or_an_agent(args: l
                 if line.startswith("import time:") and "|" in line}
     assert "harness_agui" in imported  # the report is read right
     assert sorted(imported & set(HEAVY)) == []
+
+
+def test_the_port_accepts_connections_while_the_app_is_still_importing_and_its_requests_are_answered_after(
+        tmp_path: Path) -> None:
+    (tmp_path / "slow_app.py").write_text("import time\ntime.sleep(3)\n" + RUNNER)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([sys.executable, "-m", "harness_agui", "serve", "slow_app:runner", "--port", str(port),
+                                "--db", str(tmp_path / "host.db")], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:  # connected: the kernel queues it until the server is up
+            try:
+                early = socket.create_connection(("127.0.0.1", port), timeout=1)
+                break
+            except OSError:
+                assert process.poll() is None and time.monotonic() < deadline
+                time.sleep(0.01)
+        with early:
+            assert process.stderr is not None
+            early.sendall(b"GET /health HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            early.settimeout(60)
+            assert early.recv(64).startswith(b"HTTP/1.1 200")
+            said = process.stderr.readline()  # said once the app was made, after the connection
+            assert "serving slow_app:runner" in said
+    finally:
+        process.kill()
+        process.wait(30)
+
+
+def test_a_serve_that_fails_leaves_the_garbage_collector_of_its_process_enabled(tmp_path: Path) -> None:
+    from harness_agui.cli import main
+
+    assert gc.isenabled()
+    assert main(["serve", "no_such_module_here:agent", "--port", "0", "--db", str(tmp_path / "h.db")]) == 2
+    assert gc.isenabled()
