@@ -7,6 +7,8 @@
 #   make docs   - build the documentation site (docs/, mkdocs.yml) into site/ with mkdocs --strict
 #   make test-a13n - install into .venv-a13n (Python 3.13, a13n-harness), generate real a13n-harness
 #                    Runs afresh and run tests/a13n on them
+#   make test-a13n-05 - install into .venv-a13n-05 (Python 3.13) a13n-service 0.0.94 (a13n-harness 0.5.4) and this
+#                    package with its a13n05 extra, generate real a13n-harness 0.5 Runs afresh and run tests/a13n05
 #   make test-upstream - a13n-stream-protocol 0.21.0's own test suite (its sdist, fetched now and never kept)
 #                    against harness_agui.compat installed under the name a13n_stream_protocol, a UserWarning
 #                    (pydantic's serializer warnings, which upstream never gives) failing its test
@@ -16,7 +18,7 @@ PY := $(VENV)/bin/python
 A13N_VENV ?= .venv-a13n
 A13N_PY := $(A13N_VENV)/bin/python
 
-.PHONY: demo test docs test-a13n test-a13n-020 test-upstream test-harness-ui bench lint clean
+.PHONY: demo test docs test-a13n test-a13n-020 test-a13n-05 test-upstream test-harness-ui bench lint clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -93,6 +95,24 @@ test-a13n-020: $(A13N_020_VENV)/.installed
 	$(A13N_020_PY) -m pytest -p no:cacheprovider tests/a13n/test_adapter.py tests/a13n/test_compat_events.py \
 		tests/a13n/test_producer_tap.py tests/a13n/test_visibility.py
 
+# a13n-harness 0.5 (a13n-service 0.0.94 pins 0.5.4): the adapter's round trip on real Runs of that release, made
+# afresh by tools/make_a13n05_runs.py, in a venv of its own holding a13n-service 0.0.94 itself and this package
+# with its a13n05 extra (the install line docs/a13n.md gives, which pip must accept beside the service's pins).
+A13N_05_VENV ?= .venv-a13n-05
+A13N_05_PY := $(A13N_05_VENV)/bin/python
+A13N_SERVICE_VERSION := 0.0.94
+$(A13N_05_VENV)/.installed: pyproject.toml
+	@py="$$($(FIND_PYTHON313))" || { echo "make test-a13n-05 needs Python 3.13" >&2; exit 1; }; \
+	$$py -m venv $(A13N_05_VENV)
+	$(A13N_05_PY) -m pip install --quiet --upgrade pip
+	$(A13N_05_PY) -m pip install --quiet 'a13n-service==$(A13N_SERVICE_VERSION)' -e '.[a13n05]' \
+		'pytest>=8' 'hypothesis>=6.100'
+	$(A13N_05_PY) -c 'import importlib.metadata as m; v = m.version("a13n-harness"); assert v.startswith("0.5."), v'
+	touch $@
+
+test-a13n-05: $(A13N_05_VENV)/.installed
+	$(A13N_05_PY) -m pytest -p no:cacheprovider tests/a13n05
+
 # a13n-harness-ui 0.21 (a Host of a13n-stream-protocol) in a venv of its own, with this package beside it:
 # tools/harness_ui_transcript.py runs six offline scenarios through it (a retry, a subagent, an approval
 # answered, a supplement, parallel calls, a cancel) with upstream, then with the compat package behind upstream's
@@ -132,4 +152,4 @@ lint: $(VENV)/.installed
 	$(PY) -m mypy
 
 clean:
-	rm -rf $(VENV) $(A13N_VENV) $(A13N_020_VENV) $(HARNESS_UI_VENV) build site *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) $(A13N_VENV) $(A13N_020_VENV) $(A13N_05_VENV) $(HARNESS_UI_VENV) build site *.egg-info .pytest_cache .hypothesis

@@ -15,9 +15,18 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ..._a13n_release import require_release
 from ._base import AguiEventProcessor, AguiObservationError
 from ._names import AUTHORED_INPUT_EVENT_NAMES
 from .fragments import CustomEventAssembler, fragment_custom_event
+
+SUPPORTED: tuple[tuple[int, int], ...] = ((0, 20), (0, 21))
+"""The a13n-harness series this vocabulary reads. a13n-harness 0.5 (a13n-service 0.0.94's) holds deferred calls
+and results in other shapes, and a13n-stream-protocol 0.5 publishes other events for some of them: this package
+refuses it at import (ImportError naming the installed and the supported releases) rather than publish 0.21's
+events for it."""
+
+require_release(__name__, SUPPORTED)
 
 __version__ = "0.21.0"
 """The a13n-stream-protocol release whose API and vocabulary this package reproduces."""
