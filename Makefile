@@ -9,6 +9,7 @@
 #                    Runs afresh and run tests/a13n on them
 #   make test-a13n-05 - install into .venv-a13n-05 (Python 3.13) a13n-service 0.0.94 (a13n-harness 0.5.4) and this
 #                    package with its a13n05 extra, generate real a13n-harness 0.5 Runs afresh and run tests/a13n05
+#   make test-upstream-05 - a13n-stream-protocol 0.5.4's own test suite against harness_agui.compat's 0.5 package
 #   make test-upstream - a13n-stream-protocol 0.21.0's own test suite (its sdist, fetched now and never kept)
 #                    against harness_agui.compat installed under the name a13n_stream_protocol, a UserWarning
 #                    (pydantic's serializer warnings, which upstream never gives) failing its test
@@ -18,7 +19,7 @@ PY := $(VENV)/bin/python
 A13N_VENV ?= .venv-a13n
 A13N_PY := $(A13N_VENV)/bin/python
 
-.PHONY: demo test docs test-a13n test-a13n-020 test-a13n-05 test-upstream test-harness-ui bench lint clean
+.PHONY: demo test docs test-a13n test-a13n-020 test-a13n-05 test-upstream-05 test-upstream test-harness-ui bench lint clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -112,6 +113,24 @@ $(A13N_05_VENV)/.installed: pyproject.toml
 
 test-a13n-05: $(A13N_05_VENV)/.installed
 	$(A13N_05_PY) -m pytest -p no:cacheprovider tests/a13n05
+
+# a13n-stream-protocol 0.5.4's own test suite (its sdist, fetched now and never kept) against
+# harness_agui.compat.a13n_stream_protocol_05 installed under the name a13n_stream_protocol, in the venv above (which
+# has a13n-harness 0.5.4); a UserWarning fails a test, but for pydantic-ai's deprecation of the RetryPromptPart one of
+# upstream's tests builds (it fails upstream's own run under -W error::UserWarning too).
+UPSTREAM_05_VERSION := 0.5.4
+$(A13N_05_VENV)/.upstream: $(A13N_05_VENV)/.installed
+	$(A13N_05_PY) -m pip install --quiet 'jsonschema>=4.23,<5'
+	touch $@
+
+test-upstream-05: $(A13N_05_VENV)/.upstream
+	@work="$$(mktemp -d)"; trap 'rm -rf "$$work"' EXIT; \
+	$(A13N_05_PY) -m pip download --quiet --no-binary :all: --no-deps \
+		'a13n-stream-protocol==$(UPSTREAM_05_VERSION)' -d "$$work" && \
+	tar -xzf "$$work"/a13n_stream_protocol-$(UPSTREAM_05_VERSION).tar.gz -C "$$work" && \
+	cd "$$work"/a13n_stream_protocol-$(UPSTREAM_05_VERSION) && \
+	"$(CURDIR)/$(A13N_05_PY)" -m pytest -p harness_agui.compat.pytest_plugin -p no:cacheprovider -q \
+		-W error::UserWarning -W default::pydantic_ai._warnings.PydanticAIDeprecationWarning tests
 
 # a13n-harness-ui 0.21 (a Host of a13n-stream-protocol) in a venv of its own, with this package beside it:
 # tools/harness_ui_transcript.py runs six offline scenarios through it (a retry, a subagent, an approval

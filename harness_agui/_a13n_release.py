@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import re
 
@@ -27,11 +28,12 @@ A13N_EXTRAS: dict[tuple[int, int], str] = {(0, 5): "a13n05", (0, 20): "a13n", (0
 """The extra of harness-agui that installs each supported a13n-harness series."""
 
 
+@functools.cache
 def installed_release() -> tuple[str, tuple[int, int]] | None:
     """The installed a13n-harness version and its (major, minor) series; None
     when no a13n-harness distribution is installed. A version string that does
     not start with two numbers gives the series (-1, -1), which no module
-    supports."""
+    supports. Read once per process."""
     try:
         version = importlib.metadata.version("a13n-harness")
     except importlib.metadata.PackageNotFoundError:
@@ -47,8 +49,11 @@ def _series(supported: tuple[tuple[int, int], ...]) -> str:
 
 def unsupported_message(module: str, version: str, supported: tuple[tuple[int, int], ...]) -> str:
     """The message of the ImportError that refuses a13n-harness ``version`` for ``module``."""
-    extras = sorted({f"'harness-agui[{A13N_EXTRAS[s]}]' (a13n-harness {s[0]}.{s[1]}.x)" for s in supported
-                     if s in A13N_EXTRAS})
+    by_extra: dict[str, list[str]] = {}
+    for s in supported:
+        if s in A13N_EXTRAS:
+            by_extra.setdefault(A13N_EXTRAS[s], []).append(f"{s[0]}.{s[1]}.x")
+    extras = [f"'harness-agui[{extra}]' (a13n-harness {', '.join(series)})" for extra, series in by_extra.items()]
     return (f"{module} supports a13n-harness {_series(supported)}, but a13n-harness {version} is installed; "
             f"install a supported release (pip install {' or '.join(extras)})")
 

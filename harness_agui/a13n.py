@@ -72,6 +72,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import attrs
+from pydantic.errors import PydanticUserError
 
 from ._a13n_release import require_release
 from .core._fast_source import builder, construction
@@ -240,7 +241,9 @@ def _dumped(adapter: Any, value: Any, what: str) -> Any:
     ValueError naming ``what`` if pydantic cannot write it."""
     try:
         return adapter.dump_python(value, mode="json")
-    except (ValueError, TypeError) as e:
+    except (ValueError, TypeError, AttributeError) as e:
+        # AttributeError: a union's serializer reading a field the value's class lacks (a13n-harness 0.5's
+        # FunctionToolResultEvent holding a RetryPromptPart, which has no ``tool_kind``)
         raise ValueError(f"{what}: pydantic cannot write it as JSON ({type(e).__name__}: {e})") from None
 
 
@@ -252,11 +255,11 @@ def _dumped_unknown(adapter: Any, value: Any, what: str) -> Any:
     naming ``what`` if pydantic cannot write it either way."""
     try:
         return adapter.dump_python(value, mode="json", warnings="error")
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, AttributeError):
         pass
     try:
         own = _adapter_of(value.__class__)
-    except TypeError as e:  # PydanticSchemaGenerationError: not a class pydantic knows
+    except (TypeError, PydanticUserError) as e:  # PydanticSchemaGenerationError: not a class pydantic knows
         raise ValueError(f"{what}: pydantic cannot write it as JSON ({type(e).__name__}: {e})") from None
     return _dumped(own, value, what)
 

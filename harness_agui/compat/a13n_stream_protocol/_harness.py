@@ -44,9 +44,14 @@ def harness() -> SimpleNamespace:
     ImportError naming the extra when a13n-harness is missing."""
     try:
         import pydantic_ai.messages as messages
-        from a13n_harness._json import project_json as project
         from a13n_harness.content import ContentItem, ContentMetadata, project_input_content
         from a13n_harness.tools._output import TOOL_CONTENT_METADATA_KEY
+
+        found = installed_release()
+        if found is not None and found[1] == (0, 5):
+            project = None  # a13n-harness 0.5 has no project_json; its vocabulary does not use one
+        else:
+            from a13n_harness._json import project_json as project
     except ImportError as error:
         raise _unimportable(error) from error
     native = (ContentItem, messages.BinaryContent, messages.ImageUrl, messages.AudioUrl, messages.VideoUrl,
