@@ -48,9 +48,8 @@ def harness() -> SimpleNamespace:
         from a13n_harness.tools._output import TOOL_CONTENT_METADATA_KEY
 
         found = installed_release()
-        if found is not None and found[1] == (0, 5):
-            project = None  # a13n-harness 0.5 has no project_json; its vocabulary does not use one
-        else:
+        project: Any = None  # a13n-harness 0.5 has no project_json; its vocabulary does not use one
+        if found is None or found[1] != (0, 5):
             from a13n_harness._json import project_json as project
     except ImportError as error:
         raise _unimportable(error) from error

@@ -23,8 +23,8 @@
 from __future__ import annotations
 
 import json
-from dataclasses import fields, is_dataclass
 from collections.abc import Callable
+from dataclasses import fields, is_dataclass
 from typing import Any
 
 import attrs

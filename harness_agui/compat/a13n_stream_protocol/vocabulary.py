@@ -91,8 +91,8 @@ from ...core.vocabulary import Vocabulary, register
 from ._base import AguiObservationError
 from ._harness import natives as N
 from ._harness import tool_execution_value
-from .content import RELEASE_05 as CONTENT_05
 from .content import RELEASE_021 as CONTENT_021
+from .content import RELEASE_05 as CONTENT_05
 from .content import ContentRelease, public_tool_value, tool_result_content
 from .fragments import FRAGMENT_EVENT_NAME, fragment_custom_event
 
