@@ -50,7 +50,9 @@ def harness() -> SimpleNamespace:
         found = installed_release()
         project: Any = None  # a13n-harness 0.5 has no project_json; its vocabulary does not use one
         if found is None or found[1] != (0, 5):
-            from a13n_harness._json import project_json as project
+            from a13n_harness import _json
+
+            project = _json.project_json
     except ImportError as error:
         raise _unimportable(error) from error
     native = (ContentItem, messages.BinaryContent, messages.ImageUrl, messages.AudioUrl, messages.VideoUrl,
