@@ -9,6 +9,7 @@
 #                    Runs afresh and run tests/a13n on them
 #   make test-a13n-05 - install into .venv-a13n-05 (Python 3.13) a13n-service 0.0.94 (a13n-harness 0.5.4) and this
 #                    package with its a13n05 extra, generate real a13n-harness 0.5 Runs afresh and run tests/a13n05
+#                    (the adapter's round trip; the service's stored display and stream with upstream and swapped)
 #   make test-upstream-05 - a13n-stream-protocol 0.5.4's own test suite against harness_agui.compat's 0.5 package
 #   make test-upstream - a13n-stream-protocol 0.21.0's own test suite (its sdist, fetched now and never kept)
 #                    against harness_agui.compat installed under the name a13n_stream_protocol, a UserWarning
@@ -97,8 +98,10 @@ test-a13n-020: $(A13N_020_VENV)/.installed
 		tests/a13n/test_producer_tap.py tests/a13n/test_visibility.py
 
 # a13n-harness 0.5 (a13n-service 0.0.94 pins 0.5.4): the adapter's round trip on real Runs of that release, made
-# afresh by tools/make_a13n05_runs.py, in a venv of its own holding a13n-service 0.0.94 itself and this package
-# with its a13n05 extra (the install line docs/a13n.md gives, which pip must accept beside the service's pins).
+# afresh by tools/make_a13n05_runs.py, and what the service's own fold stores of them with upstream
+# a13n-stream-protocol 0.5.4 and with the compat swap (tools/a13n_service_display.py), in a venv of its own holding
+# a13n-service 0.0.94 itself and this package with its a13n05 extra (the install line docs/a13n.md gives, which pip
+# must accept beside the service's pins). Neither PostgreSQL nor Redis is needed: the fold runs in process.
 A13N_05_VENV ?= .venv-a13n-05
 A13N_05_PY := $(A13N_05_VENV)/bin/python
 A13N_SERVICE_VERSION := 0.0.94
