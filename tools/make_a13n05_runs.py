@@ -24,7 +24,15 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from a13n_harness import AgentSpec, DeferredToolResume, HarnessBuilder, HarnessRunResultEvent
+from a13n_harness import (
+    AgentDefinition,
+    AgentSpec,
+    DeferredToolResume,
+    HarnessBuilder,
+    HarnessRunResultEvent,
+    SubagentDefinition,
+)
+from a13n_harness.capabilities import SubagentCapability
 from pydantic import BaseModel
 from pydantic_ai import RunContext, Tool
 from pydantic_ai.capabilities import Capability
@@ -288,6 +296,59 @@ async def structured_output() -> Scenario:
     return Scenario("structured_output", [await collect(agent.stream("Weather in Oslo?"))], output_type=Weather)
 
 
+def _child_model(name: str, text: str) -> FunctionModel:
+    async def respond(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[Any]:
+        yield f"[{name}] "
+        yield text
+
+    return FunctionModel(stream_function=respond, model_name=f"fixture-{name}")
+
+
+def _delegating_model(name: str, subagent: str, task: str) -> FunctionModel:
+    async def respond(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[Any]:
+        done = returns(messages).get("delegate")
+        if done:
+            yield f"[{name}] the subagent said: "
+            yield str(done[-1].content)[:80]
+        else:
+            yield f"[{name}] delegating. "
+            for chunk in tool_call(1, "delegate", f'{{"subagent": "{subagent}", "prompt": "{task}"}}',
+                                   f"call-delegate-{name}"):
+                yield chunk
+
+    return FunctionModel(stream_function=respond, model_name=f"fixture-{name}")
+
+
+def _delegating(model: FunctionModel, name: str, description: str, child: AgentDefinition) -> AgentDefinition:
+    return AgentDefinition(agent=AgentSpec(), output_type=str, model=model, capabilities=(SubagentCapability(),),
+                           subagents=(SubagentDefinition(name=name, description=description, agent=child),))
+
+
+async def nested_subagents() -> Scenario:
+    """The root delegates to a child that delegates to a grandchild: one root stream with the children's
+    forwarded items interleaved (each child with its own run id and sequences)."""
+    grandchild = AgentDefinition(agent=AgentSpec(), output_type=str, model=_child_model("grandchild", "deep result"))
+    middle = _delegating(_delegating_model("middle", "worker", "Do the deep work"), "worker", "Does deep work.",
+                         grandchild)
+    root = HarnessBuilder().build(_delegating(_delegating_model("root", "planner", "Plan and delegate"), "planner",
+                                              "Plans.", middle))
+    return Scenario("nested_subagents", [await collect(root.stream("Delegate twice."))])
+
+
+async def failed_child() -> Scenario:
+    """The root delegates to a child whose model raises."""
+
+    async def broken(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[Any]:
+        yield "[broken] starting "
+        raise RuntimeError("child model exploded")
+
+    child = AgentDefinition(agent=AgentSpec(), output_type=str,
+                            model=FunctionModel(stream_function=broken, model_name="fixture-broken"))
+    root = HarnessBuilder().build(_delegating(_delegating_model("root", "broken", "Try"), "broken", "Always fails.",
+                                              child))
+    return Scenario("failed_child", [await collect(root.stream("Delegate to a broken child."))])
+
+
 SCENARIOS: dict[str, Callable[[], Awaitable[Scenario]]] = {
     "tools_and_reasoning": tools_and_reasoning,
     "approval_denied": approval_denied,
@@ -296,6 +357,8 @@ SCENARIOS: dict[str, Callable[[], Awaitable[Scenario]]] = {
     "failed_run": failed_run,
     "multimodal": multimodal,
     "structured_output": structured_output,
+    "nested_subagents": nested_subagents,
+    "failed_child": failed_child,
 }
 
 
