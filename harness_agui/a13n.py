@@ -1,8 +1,9 @@
 # The a13n-harness adapter: its stream items to source items and back.
 #
-# ``from_a13n`` turns an item that an a13n-harness 0.21 Run yields (a
-# ``HarnessEvent`` or the terminal ``HarnessRunResultEvent``, forwarded child
-# items included) into the source item of this library; ``to_a13n`` rebuilds
+# ``from_a13n`` turns an item that an a13n-harness Run yields (0.21, 0.20 or
+# 0.5, ``SUPPORTED``: a ``HarnessEvent`` or the terminal
+# ``HarnessRunResultEvent``, forwarded child items included) into the source
+# item of this library; ``to_a13n`` rebuilds
 # the a13n-harness object. The pair is lossless for every item of a real Run:
 # ``to_a13n(decode(encode(from_a13n(x))))`` equals ``x`` (``a13n_equal``,
 # since a ``HarnessRunResult`` compares by identity).
@@ -59,7 +60,14 @@
 #
 # a13n-harness needs Python 3.13; this module imports it (and pydantic-ai)
 # only when one of its functions is called, so ``harness_agui`` keeps working
-# on 3.11 without it. Install it with ``pip install 'harness-agui[a13n]'``.
+# on 3.11 without it. Install it with ``pip install 'harness-agui[a13n]'``
+# (0.20, 0.21) or ``'harness-agui[a13n05]'`` (0.5). What differs in 0.5: a
+# suspended Run's deferred calls are pydantic-ai's own ``ToolCallPart`` values
+# (a ``DeferredToolCall`` without target identity or model call; one with
+# either is a ValueError there), and a result has no ``output_json()`` nor
+# output adapter (the output's JSON is pydantic's). The installed release is
+# checked from its metadata when this module is imported
+# (``_a13n_release``): another one is refused there.
 
 from __future__ import annotations
 
