@@ -90,3 +90,15 @@ def test_each_run_projects_without_error(scenarios: list[Any]) -> None:
                       for event in observer.observe(from_a13n(native))]
             assert observer.finished, (scenario.name, run[-1].run_id)
             assert events[-1].type.value in ("RUN_FINISHED", "RUN_ERROR")
+
+
+def test_a_deferred_call_that_0_5_cannot_hold_is_refused_rather_than_dropped(scenarios: list[Any]) -> None:
+    import attrs
+
+    run = next(s for s in scenarios if s.name == "approval_denied").runs[0]
+    item = from_a13n(run[-1])
+    deferred = item.result.deferred
+    named = attrs.evolve(deferred.approvals[0], target_identity="tool/fixture-tools/deploy")
+    changed = attrs.evolve(item, result=attrs.evolve(item.result, deferred=attrs.evolve(deferred, approvals=(named,))))
+    with pytest.raises(ValueError, match="a13n-harness 0.5 holds a deferred call as the model's ToolCallPart alone"):
+        to_a13n(changed)
