@@ -11,6 +11,7 @@
 #                    package with its a13n05 extra, generate real a13n-harness 0.5 Runs afresh and run tests/a13n05
 #                    (the adapter's round trip; the service's stored display and stream with upstream and swapped)
 #   make test-upstream-05 - a13n-stream-protocol 0.5.4's own test suite against harness_agui.compat's 0.5 package
+#   make test-a13n-service - a13n-service 0.0.94's own display-fold tests (no database) with the swap applied
 #   make test-upstream - a13n-stream-protocol 0.21.0's own test suite (its sdist, fetched now and never kept)
 #                    against harness_agui.compat installed under the name a13n_stream_protocol, a UserWarning
 #                    (pydantic's serializer warnings, which upstream never gives) failing its test
@@ -20,7 +21,7 @@ PY := $(VENV)/bin/python
 A13N_VENV ?= .venv-a13n
 A13N_PY := $(A13N_VENV)/bin/python
 
-.PHONY: demo test docs test-a13n test-a13n-020 test-a13n-05 test-upstream-05 test-upstream test-harness-ui bench lint clean
+.PHONY: demo test docs test-a13n test-a13n-020 test-a13n-05 test-upstream-05 test-a13n-service test-upstream test-harness-ui bench lint clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -134,6 +135,25 @@ test-upstream-05: $(A13N_05_VENV)/.upstream
 	cd "$$work"/a13n_stream_protocol-$(UPSTREAM_05_VERSION) && \
 	"$(CURDIR)/$(A13N_05_PY)" -m pytest -p harness_agui.compat.pytest_plugin -p no:cacheprovider -q \
 		-W error::UserWarning -W default::pydantic_ai._warnings.PydanticAIDeprecationWarning tests
+
+# a13n-service 0.0.94's own tests that need neither PostgreSQL nor Redis and reach its display fold
+# (tests/test_runs_values.py: 43 tests of DisplayFold, the display budget and input folding), from its sdist (fetched
+# now and never kept), with the swap applied by the pytest plugin. Its conftest imports testcontainers (its
+# database tests start PostgreSQL and Redis in Docker; those are not run here).
+$(A13N_05_VENV)/.service-tests: $(A13N_05_VENV)/.installed
+	$(A13N_05_PY) -m pip install --quiet 'testcontainers>=4.10,<5'
+	touch $@
+
+test-a13n-service: $(A13N_05_VENV)/.service-tests
+	$(A13N_05_PY) -c 'import harness_agui.compat as c; c.install(); import a13n_service.runs.display as d; \
+		m = d.HarnessAguiStreamObserver.__module__; assert m.startswith("harness_agui.compat.a13n_stream_protocol_05"), m'
+	@work="$$(mktemp -d)"; trap 'rm -rf "$$work"' EXIT; \
+	$(A13N_05_PY) -m pip download --quiet --no-binary :all: --no-deps \
+		'a13n-service==$(A13N_SERVICE_VERSION)' -d "$$work" && \
+	tar -xzf "$$work"/a13n_service-$(A13N_SERVICE_VERSION).tar.gz -C "$$work" && \
+	cd "$$work"/a13n_service-$(A13N_SERVICE_VERSION) && \
+	"$(CURDIR)/$(A13N_05_PY)" -m pytest -p harness_agui.compat.pytest_plugin -p no:cacheprovider -q \
+		tests/test_runs_values.py
 
 # a13n-harness-ui 0.21 (a Host of a13n-stream-protocol) in a venv of its own, with this package beside it:
 # tools/harness_ui_transcript.py runs six offline scenarios through it (a retry, a subagent, an approval
