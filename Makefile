@@ -7,6 +7,11 @@
 #   make docs   - build the documentation site (docs/, mkdocs.yml) into site/ with mkdocs --strict
 #   make test-a13n - install into .venv-a13n (Python 3.13, a13n-harness), generate real a13n-harness
 #                    Runs afresh and run tests/a13n on them
+#   make test-a13n-05 - install into .venv-a13n-05 (Python 3.13) a13n-service 0.0.94 (a13n-harness 0.5.4) and this
+#                    package with its a13n05 extra, generate real a13n-harness 0.5 Runs afresh and run tests/a13n05
+#                    (the adapter's round trip; the service's stored display and stream with upstream and swapped)
+#   make test-upstream-05 - a13n-stream-protocol 0.5.4's own test suite against harness_agui.compat's 0.5 package
+#   make test-a13n-service - a13n-service 0.0.94's own display-fold tests (no database) with the swap applied
 #   make test-upstream - a13n-stream-protocol 0.21.0's own test suite (its sdist, fetched now and never kept)
 #                    against harness_agui.compat installed under the name a13n_stream_protocol, a UserWarning
 #                    (pydantic's serializer warnings, which upstream never gives) failing its test
@@ -16,7 +21,7 @@ PY := $(VENV)/bin/python
 A13N_VENV ?= .venv-a13n
 A13N_PY := $(A13N_VENV)/bin/python
 
-.PHONY: demo test docs test-a13n test-a13n-020 test-upstream test-harness-ui bench lint clean
+.PHONY: demo test docs test-a13n test-a13n-020 test-a13n-05 test-upstream-05 test-a13n-service test-upstream test-harness-ui bench lint clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -93,6 +98,63 @@ test-a13n-020: $(A13N_020_VENV)/.installed
 	$(A13N_020_PY) -m pytest -p no:cacheprovider tests/a13n/test_adapter.py tests/a13n/test_compat_events.py \
 		tests/a13n/test_producer_tap.py tests/a13n/test_visibility.py
 
+# a13n-harness 0.5 (a13n-service 0.0.94 pins 0.5.4): the adapter's round trip on real Runs of that release, made
+# afresh by tools/make_a13n05_runs.py, and what the service's own fold stores of them with upstream
+# a13n-stream-protocol 0.5.4 and with the compat swap (tools/a13n_service_display.py), in a venv of its own holding
+# a13n-service 0.0.94 itself and this package with its a13n05 extra (the install line docs/a13n.md gives, which pip
+# must accept beside the service's pins). Neither PostgreSQL nor Redis is needed: the fold runs in process.
+A13N_05_VENV ?= .venv-a13n-05
+A13N_05_PY := $(A13N_05_VENV)/bin/python
+A13N_SERVICE_VERSION := 0.0.94
+$(A13N_05_VENV)/.installed: pyproject.toml
+	@py="$$($(FIND_PYTHON313))" || { echo "make test-a13n-05 needs Python 3.13" >&2; exit 1; }; \
+	$$py -m venv $(A13N_05_VENV)
+	$(A13N_05_PY) -m pip install --quiet --upgrade pip
+	$(A13N_05_PY) -m pip install --quiet 'a13n-service==$(A13N_SERVICE_VERSION)' -e '.[a13n05]' \
+		'pytest>=8' 'hypothesis>=6.100'
+	$(A13N_05_PY) -c 'import importlib.metadata as m; v = m.version("a13n-harness"); assert v.startswith("0.5."), v'
+	touch $@
+
+test-a13n-05: $(A13N_05_VENV)/.installed
+	$(A13N_05_PY) -m pytest -p no:cacheprovider tests/a13n05
+
+# a13n-stream-protocol 0.5.4's own test suite (its sdist, fetched now and never kept) against
+# harness_agui.compat.a13n_stream_protocol_05 installed under the name a13n_stream_protocol, in the venv above (which
+# has a13n-harness 0.5.4); a UserWarning fails a test, but for pydantic-ai's deprecation of the RetryPromptPart one of
+# upstream's tests builds (it fails upstream's own run under -W error::UserWarning too).
+UPSTREAM_05_VERSION := 0.5.4
+$(A13N_05_VENV)/.upstream: $(A13N_05_VENV)/.installed
+	$(A13N_05_PY) -m pip install --quiet 'jsonschema>=4.23,<5'
+	touch $@
+
+test-upstream-05: $(A13N_05_VENV)/.upstream
+	@work="$$(mktemp -d)"; trap 'rm -rf "$$work"' EXIT; \
+	$(A13N_05_PY) -m pip download --quiet --no-binary :all: --no-deps \
+		'a13n-stream-protocol==$(UPSTREAM_05_VERSION)' -d "$$work" && \
+	tar -xzf "$$work"/a13n_stream_protocol-$(UPSTREAM_05_VERSION).tar.gz -C "$$work" && \
+	cd "$$work"/a13n_stream_protocol-$(UPSTREAM_05_VERSION) && \
+	"$(CURDIR)/$(A13N_05_PY)" -m pytest -p harness_agui.compat.pytest_plugin -p no:cacheprovider -q \
+		-W error::UserWarning -W default::pydantic_ai._warnings.PydanticAIDeprecationWarning tests
+
+# a13n-service 0.0.94's own tests that need neither PostgreSQL nor Redis and reach its display fold
+# (tests/test_runs_values.py: 43 tests of DisplayFold, the display budget and input folding), from its sdist (fetched
+# now and never kept), with the swap applied by the pytest plugin. Its conftest imports testcontainers (its
+# database tests start PostgreSQL and Redis in Docker; those are not run here).
+$(A13N_05_VENV)/.service-tests: $(A13N_05_VENV)/.installed
+	$(A13N_05_PY) -m pip install --quiet 'testcontainers>=4.10,<5'
+	touch $@
+
+test-a13n-service: $(A13N_05_VENV)/.service-tests
+	$(A13N_05_PY) -c 'import harness_agui.compat as c; c.install(); import a13n_service.runs.display as d; \
+		m = d.HarnessAguiStreamObserver.__module__; assert m.startswith("harness_agui.compat.a13n_stream_protocol_05"), m'
+	@work="$$(mktemp -d)"; trap 'rm -rf "$$work"' EXIT; \
+	$(A13N_05_PY) -m pip download --quiet --no-binary :all: --no-deps \
+		'a13n-service==$(A13N_SERVICE_VERSION)' -d "$$work" && \
+	tar -xzf "$$work"/a13n_service-$(A13N_SERVICE_VERSION).tar.gz -C "$$work" && \
+	cd "$$work"/a13n_service-$(A13N_SERVICE_VERSION) && \
+	"$(CURDIR)/$(A13N_05_PY)" -m pytest -p harness_agui.compat.pytest_plugin -p no:cacheprovider -q \
+		tests/test_runs_values.py
+
 # a13n-harness-ui 0.21 (a Host of a13n-stream-protocol) in a venv of its own, with this package beside it:
 # tools/harness_ui_transcript.py runs six offline scenarios through it (a retry, a subagent, an approval
 # answered, a supplement, parallel calls, a cancel) with upstream, then with the compat package behind upstream's
@@ -132,4 +194,4 @@ lint: $(VENV)/.installed
 	$(PY) -m mypy
 
 clean:
-	rm -rf $(VENV) $(A13N_VENV) $(A13N_020_VENV) $(HARNESS_UI_VENV) build site *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) $(A13N_VENV) $(A13N_020_VENV) $(A13N_05_VENV) $(HARNESS_UI_VENV) build site *.egg-info .pytest_cache .hypothesis

@@ -1,8 +1,9 @@
 # The a13n-harness adapter: its stream items to source items and back.
 #
-# ``from_a13n`` turns an item that an a13n-harness 0.21 Run yields (a
-# ``HarnessEvent`` or the terminal ``HarnessRunResultEvent``, forwarded child
-# items included) into the source item of this library; ``to_a13n`` rebuilds
+# ``from_a13n`` turns an item that an a13n-harness Run yields (0.21, 0.20 or
+# 0.5, ``SUPPORTED``: a ``HarnessEvent`` or the terminal
+# ``HarnessRunResultEvent``, forwarded child items included) into the source
+# item of this library; ``to_a13n`` rebuilds
 # the a13n-harness object. The pair is lossless for every item of a real Run:
 # ``to_a13n(decode(encode(from_a13n(x))))`` equals ``x`` (``a13n_equal``,
 # since a ``HarnessRunResult`` compares by identity).
@@ -59,7 +60,14 @@
 #
 # a13n-harness needs Python 3.13; this module imports it (and pydantic-ai)
 # only when one of its functions is called, so ``harness_agui`` keeps working
-# on 3.11 without it. Install it with ``pip install 'harness-agui[a13n]'``.
+# on 3.11 without it. Install it with ``pip install 'harness-agui[a13n]'``
+# (0.20, 0.21) or ``'harness-agui[a13n05]'`` (0.5). What differs in 0.5: a
+# suspended Run's deferred calls are pydantic-ai's own ``ToolCallPart`` values
+# (a ``DeferredToolCall`` without target identity or model call; one with
+# either is a ValueError there), and a result has no ``output_json()`` nor
+# output adapter (the output's JSON is pydantic's). The installed release is
+# checked from its metadata when this module is imported
+# (``_a13n_release``): another one is refused there.
 
 from __future__ import annotations
 
@@ -72,7 +80,9 @@ from types import SimpleNamespace
 from typing import Any
 
 import attrs
+from pydantic.errors import PydanticUserError
 
+from ._a13n_release import require_release
 from .core._fast_source import builder, construction
 from .core._generated import define
 from .core._json import check_json, copy_json
@@ -120,25 +130,36 @@ from .core.source import (
     Usage,
 )
 
-__all__ = ["from_a13n", "to_a13n", "a13n_equal", "a13n_differences"]
+__all__ = ["SUPPORTED", "from_a13n", "to_a13n", "a13n_equal", "a13n_differences"]
 
 _OCTETS = "application/octet-stream"
 """The media type of raw ``bytes`` a tool returned."""
 
 
+SUPPORTED: tuple[tuple[int, int], ...] = ((0, 5), (0, 20), (0, 21))
+"""The a13n-harness series this adapter reads and rebuilds losslessly (the
+(major, minor) of a release). Importing this module with another release
+installed raises ImportError naming it and these."""
+
+require_release(__name__, SUPPORTED)
+
+
 @functools.cache
 def _lib() -> SimpleNamespace:
     """a13n-harness and pydantic-ai, imported on first use, and the pydantic
-    adapters built from them (after a13n-harness registered its events)."""
+    adapters built from them (after a13n-harness registered its events).
+
+    a13n-harness 0.5 holds a suspended Run's deferred calls as pydantic-ai's
+    own ``DeferredToolRequests`` (plain ``ToolCallPart`` values) and gives a
+    result no output adapter; 0.20 and later wrap each call in its own
+    ``DeferredToolCall`` (the model's call, the target call and the target's
+    identity). ``release`` says which."""
+    series = require_release(__name__, SUPPORTED)
     try:
+        if series is None:
+            raise ImportError("No distribution named a13n-harness is installed")
         import a13n_harness as a13n  # type: ignore[import-not-found, unused-ignore]
         import pydantic_ai.messages as pai  # type: ignore[import-not-found, unused-ignore]
-        from a13n_harness.tools.deferred import (  # type: ignore[import-not-found, unused-ignore]
-            DeferredToolCall as A13nDeferredToolCall,
-        )
-        from a13n_harness.tools.deferred import (  # type: ignore[import-not-found, unused-ignore]
-            DeferredToolRequests as A13nDeferredToolRequests,
-        )
         from a13n_harness.usage import (  # type: ignore[import-not-found, unused-ignore]
             ModelUsageRecord,
             ProviderUsageRecord,
@@ -148,11 +169,25 @@ def _lib() -> SimpleNamespace:
         from pydantic_ai._deferred import (  # type: ignore[import-not-found, unused-ignore]
             DeferredToolRequests as PaiDeferredToolRequests,
         )
+
+        if series >= (0, 20):
+            from a13n_harness.tools.deferred import (  # type: ignore[import-not-found, unused-ignore]
+                DeferredToolCall as A13nDeferredToolCall,
+            )
+            from a13n_harness.tools.deferred import (  # type: ignore[import-not-found, unused-ignore]
+                DeferredToolRequests as A13nDeferredToolRequests,
+            )
+        else:
+            A13nDeferredToolCall, A13nDeferredToolRequests = None, PaiDeferredToolRequests
     except ImportError as e:
-        raise ImportError(
-            "harness_agui.a13n needs a13n-harness (Python 3.13+): pip install 'harness-agui[a13n]'"
-        ) from e
+        if series is None:
+            raise ImportError(
+                "harness_agui.a13n needs a13n-harness (Python 3.13+): pip install 'harness-agui[a13n]' "
+                "(a13n-harness 0.20 or 0.21) or 'harness-agui[a13n05]' (a13n-harness 0.5)") from e
+        raise ImportError(f"harness_agui.a13n: a13n-harness {series[0]}.{series[1]} is installed but a name "
+                          f"this adapter reads from it (or from pydantic-ai) cannot be imported: {e}") from e
     return SimpleNamespace(
+        release=series,
         a13n=a13n,
         pai=pai,
         TypeAdapter=TypeAdapter,
@@ -215,7 +250,9 @@ def _dumped(adapter: Any, value: Any, what: str) -> Any:
     ValueError naming ``what`` if pydantic cannot write it."""
     try:
         return adapter.dump_python(value, mode="json")
-    except (ValueError, TypeError) as e:
+    except (ValueError, TypeError, AttributeError) as e:
+        # AttributeError: a union's serializer reading a field the value's class lacks (a13n-harness 0.5's
+        # FunctionToolResultEvent holding a RetryPromptPart, which has no ``tool_kind``)
         raise ValueError(f"{what}: pydantic cannot write it as JSON ({type(e).__name__}: {e})") from None
 
 
@@ -227,11 +264,11 @@ def _dumped_unknown(adapter: Any, value: Any, what: str) -> Any:
     naming ``what`` if pydantic cannot write it either way."""
     try:
         return adapter.dump_python(value, mode="json", warnings="error")
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, AttributeError):
         pass
     try:
         own = _adapter_of(value.__class__)
-    except TypeError as e:  # PydanticSchemaGenerationError: not a class pydantic knows
+    except (TypeError, PydanticUserError) as e:  # PydanticSchemaGenerationError: not a class pydantic knows
         raise ValueError(f"{what}: pydantic cannot write it as JSON ({type(e).__name__}: {e})") from None
     return _dumped(own, value, what)
 
@@ -284,8 +321,8 @@ def _result_from(lib: SimpleNamespace, r: Any) -> RunResult:
                          f"({type(e).__name__}: {e})") from None
     d = r.deferred
     deferred = None if d is None else Deferred(
-        calls=tuple(_deferred_call_from(c) for c in d.calls),
-        approvals=tuple(_deferred_call_from(c) for c in d.approvals),
+        calls=tuple(_deferred_call_from(lib, c) for c in d.calls),
+        approvals=tuple(_deferred_call_from(lib, c) for c in d.approvals),
         metadata=_detached(d.metadata, "Deferred.metadata"))
     try:
         state = None if r.state is None else r.state.model_dump(mode="json", by_alias=True)
@@ -293,7 +330,7 @@ def _result_from(lib: SimpleNamespace, r: Any) -> RunResult:
         raise ValueError(f"RunResult.state: pydantic cannot write it as JSON ({type(e).__name__}: {e})") from None
     return RunResult(
         status=r.status,
-        output=r.output_json() if r.status == "completed" else None,
+        output=_output_json(r) if r.status == "completed" else None,
         usage=_convert(r.usage),
         failure=None if r.failure is None else _convert(r.failure),
         deferred=deferred,
@@ -305,7 +342,21 @@ def _result_from(lib: SimpleNamespace, r: Any) -> RunResult:
     )
 
 
-def _deferred_call_from(call: Any) -> DeferredToolCall:
+def _output_json(r: Any) -> Any:
+    """A completed Run's output as JSON: a13n-harness 0.20 and later give it
+    themselves (``output_json()``, by the output type's adapter); 0.5 has no
+    such method, and its output is written as pydantic writes any value (what
+    a13n-stream-protocol 0.5 publishes)."""
+    own = getattr(r, "output_json", None)
+    return own() if own is not None else _detached(r.output, "RunResult.output")
+
+
+def _deferred_call_from(lib: SimpleNamespace, call: Any) -> DeferredToolCall:
+    if lib.A13nDeferredToolCall is None:  # a13n-harness 0.5: the model's ToolCallPart itself
+        part = _convert(call)
+        plain = ToolCallPart(tool_name=part.tool_name, args=part.args, tool_call_id=part.tool_call_id)
+        return DeferredToolCall(tool_call_id=part.tool_call_id, tool_name=part.tool_name, args=part.args,
+                                target_call=None if part == plain else part)
     target = _convert(call.target_call)
     model = _convert(call.model_call)
     plain = ToolCallPart(tool_name=target.tool_name, args=target.args, tool_call_id=target.tool_call_id)
@@ -371,6 +422,8 @@ _FROM: dict[str, _From] = {
     "a13n.SafeFailure": _From(Failure),
     "lib.RunUsageSummary": _From(Usage, fields={
         "reasoning_tokens": "None", "audio_seconds": "str(n.audio_seconds)",
+        # a13n-harness 0.5 has no coverage field
+        "model_usage_coverage": "getattr(n, 'model_usage_coverage', None)",
         "cost": "None if n.cost is None else str(n.cost)"}),
 }
 
@@ -654,19 +707,26 @@ def _result_to(lib: SimpleNamespace, item: HarnessRunResultEvent, output_type: A
     records = [(lib.ProviderUsageRecord if isinstance(rec, dict) and rec.get("kind") == "provider"
                 else lib.ModelUsageRecord).model_validate(rec) for rec in (r.usage_records or ())]
     history = r.history
+    # a13n-harness 0.5's result has no output adapter (nor output_json()).
+    own_adapter = {} if lib.release < (0, 20) else {"_output_adapter": adapter}
     return a13n.HarnessRunResult(
         thread_id=item.thread_id, run_id=item.run_id, status=r.status, output=output,
         state=None if r.state is None else a13n.HarnessState.model_validate(r.state),
         usage=usage, usage_records=records, failure=failure, suspend_reason=r.suspend_reason, deferred=deferred,
         _messages=() if history is None else lib.messages.validate_python(history.messages),
         _new_message_index=0 if history is None else history.new_message_index,
-        _output_adapter=adapter,
+        **own_adapter,
     )
 
 
 def _deferred_call_to(lib: SimpleNamespace, call: DeferredToolCall) -> Any:
     target = call.target_call or ToolCallPart(tool_name=call.tool_name, args=call.args,
                                               tool_call_id=call.tool_call_id)
+    if lib.A13nDeferredToolCall is None:  # a13n-harness 0.5 holds the call alone
+        if call.model_call is not None or call.target_identity is not None:
+            raise ValueError(f"DeferredToolCall {call.tool_call_id!r}: a13n-harness 0.5 holds a deferred call as "
+                             f"the model's ToolCallPart alone, with no forwarded model call or target identity")
+        return _to(lib, target, {})
     return lib.A13nDeferredToolCall(model_call=_to(lib, call.model_call or target, {}),
                                     target_call=_to(lib, target, {}),
                                     target_identity=call.target_identity or "")
@@ -708,7 +768,7 @@ def a13n_differences(a: Any, b: Any) -> list[str]:
     for name in ("all_messages", "new_messages"):
         if getattr(ra, name)() != getattr(rb, name)():
             out.append(f"result.{name}() differ")
-    if ra.status == "completed" and ra.output_json() != rb.output_json():
+    if ra.status == "completed" and hasattr(ra, "output_json") and ra.output_json() != rb.output_json():
         out.append(f"result.output_json(): {ra.output_json()!r} != {rb.output_json()!r}")
     return out
 

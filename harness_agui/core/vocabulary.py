@@ -72,6 +72,7 @@ DEFAULT_VOCABULARY = "harness-agui"
 VOCABULARIES: dict[str, str] = {
     DEFAULT_VOCABULARY: "harness_agui.core.reduce",
     "a13n-stream-protocol/0.21": "harness_agui.compat.a13n_stream_protocol.vocabulary",
+    "a13n-stream-protocol/0.5": "harness_agui.compat.a13n_stream_protocol.vocabulary",
 }
 """Every vocabulary name a state may hold, and the module whose import registers it."""
 

@@ -15,9 +15,18 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ..._a13n_release import require_release
 from ._base import AguiEventProcessor, AguiObservationError
 from ._names import AUTHORED_INPUT_EVENT_NAMES
 from .fragments import CustomEventAssembler, fragment_custom_event
+
+SUPPORTED: tuple[tuple[int, int], ...] = ((0, 20), (0, 21))
+"""The a13n-harness series this vocabulary reads. Its observers refuse another release when they are made
+(ImportError naming the installed and the supported releases) rather than publish 0.21's events for it."""
+
+# This package's modules also serve the a13n-stream-protocol 0.5 package (``a13n_stream_protocol_05``), so its
+# import refuses only a release that neither supports.
+require_release(__name__, ((0, 5), *SUPPORTED))
 
 __version__ = "0.21.0"
 """The a13n-stream-protocol release whose API and vocabulary this package reproduces."""

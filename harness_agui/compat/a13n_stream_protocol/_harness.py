@@ -18,11 +18,24 @@ import functools
 from types import SimpleNamespace
 from typing import Any
 
+from ..._a13n_release import installed_release
+
 __all__ = ["NEEDS_A13N", "harness", "natives", "project_json", "tool_execution_value"]
 
 NEEDS_A13N = ("harness_agui.compat.a13n_stream_protocol needs a13n-harness 0.20 or 0.21 "
               "(pip install 'harness-agui[a13n]', Python 3.13)")
 """The message of the ImportError raised where a13n-harness is missing."""
+
+
+def _unimportable(error: ImportError) -> ImportError:
+    """The ImportError for a name of a13n-harness (or pydantic-ai) that cannot be imported: the extra to
+    install where a13n-harness is missing, else the installed release and the name (installing the extra
+    again would not help)."""
+    found = installed_release()
+    if found is None:
+        return ImportError(f"{NEEDS_A13N}: {error}")
+    return ImportError(f"harness_agui.compat.a13n_stream_protocol: a13n-harness {found[0]} is installed but a name "
+                       f"it reads cannot be imported: {error}")
 
 
 @functools.cache
@@ -31,11 +44,17 @@ def harness() -> SimpleNamespace:
     ImportError naming the extra when a13n-harness is missing."""
     try:
         import pydantic_ai.messages as messages
-        from a13n_harness._json import project_json as project
         from a13n_harness.content import ContentItem, ContentMetadata, project_input_content
         from a13n_harness.tools._output import TOOL_CONTENT_METADATA_KEY
+
+        found = installed_release()
+        project: Any = None  # a13n-harness 0.5 has no project_json; its vocabulary does not use one
+        if found is None or found[1] != (0, 5):
+            from a13n_harness import _json
+
+            project = _json.project_json
     except ImportError as error:
-        raise ImportError(f"{NEEDS_A13N}: {error}") from error
+        raise _unimportable(error) from error
     native = (ContentItem, messages.BinaryContent, messages.ImageUrl, messages.AudioUrl, messages.VideoUrl,
               messages.DocumentUrl, messages.UploadedFile, messages.TextContent)
     return SimpleNamespace(
@@ -72,7 +91,7 @@ class _Natives:
             import a13n_harness.tools.client
             import pydantic_ai.messages
         except ImportError as error:
-            raise ImportError(f"{NEEDS_A13N}: {error}") from error
+            raise _unimportable(error) from error
         for module in (a13n_harness, a13n_harness.events, a13n_harness.tools.client, pydantic_ai.messages):
             if hasattr(module, name):
                 value = getattr(module, name)

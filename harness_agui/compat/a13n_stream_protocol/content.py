@@ -12,43 +12,67 @@
 # keys), or AG-UI content parts in order when the value holds native content.
 # ``public_tool_value`` gives the JSON-ready public form of any value, which
 # is also what a non-success result's CUSTOM event carries.
+#
+# a13n-stream-protocol 0.5 (``RELEASE_05``, for the 0.5 compat package) draws
+# the same boundary with two differences: a record (a pydantic model or a
+# dataclass) is left to pydantic as it is, not projected by the Harness nor
+# withheld whole when it holds media, and the text of a value is pydantic's
+# JSON of any value (``TypeAdapter(Any)``) rather than the Harness's
+# ``project_json`` (a13n-harness 0.5's differs for some values).
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import fields, is_dataclass
 from typing import Any
 
+import attrs
 from ag_ui.core import AudioPart, ContentPart, DocumentPart, FileSource, ImagePart, TextPart, UrlSource, VideoPart
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 from ._harness import harness, project_json
 
-__all__ = ["public_tool_value", "tool_result_content"]
+__all__ = ["RELEASE_05", "RELEASE_021", "ContentRelease", "public_tool_value", "tool_result_content"]
 
 _OMITTED: dict[str, Any] = {"payload_omitted": True}
+_ANY = TypeAdapter(Any)
 
 
-def tool_result_content(value: object) -> str | list[ContentPart]:
+@attrs.frozen
+class ContentRelease:
+    """How one a13n-stream-protocol release draws the boundary: whether a
+    record is projected (or withheld when it holds media), and the JSON of a
+    value whose text is published."""
+
+    projects_records: bool
+    to_json: Callable[[Any], Any]
+
+
+RELEASE_021 = ContentRelease(projects_records=True, to_json=project_json)
+RELEASE_05 = ContentRelease(projects_records=False, to_json=lambda value: _ANY.dump_python(value, mode="json"))
+
+
+def tool_result_content(value: object, *, release: ContentRelease = RELEASE_021) -> str | list[ContentPart]:
     """The public content of a tool's execution value: text, or AG-UI content
     parts when it is (or lists) native content. Raises what the Harness's JSON
     projection raises for a value that has no JSON form."""
     native = harness().native_content
     items = list(value) if isinstance(value, list | tuple) else [value]
     if not any(isinstance(item, native) for item in items):
-        return _text(value)
+        return _text(value, release)
     parts: list[ContentPart] = []
     for item in items:
         if isinstance(item, (*native, str)):
-            part = _content_part(item)
+            part = _content_part(item, release)
             if part is not None:
                 parts.append(part)
         else:
-            parts.append(TextPart(text=_text(item)))
+            parts.append(TextPart(text=_text(item, release)))
     return parts
 
 
-def public_tool_value(value: object) -> object:
+def public_tool_value(value: object, *, release: ContentRelease = RELEASE_021) -> object:
     """``value`` with every native payload replaced by its public description,
     containers rebuilt, and records projected to JSON by the Harness (a record
     that holds media anywhere becomes ``{"payload_omitted": true}`` whole,
@@ -61,15 +85,15 @@ def public_tool_value(value: object) -> object:
             return dict(_OMITTED)
         return projected[0]
     if isinstance(value, dict):
-        return {key: public_tool_value(item) for key, item in value.items()}
+        return {key: public_tool_value(item, release=release) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [public_tool_value(item) for item in value]
-    if _is_record(value):
+        return [public_tool_value(item, release=release) for item in value]
+    if release.projects_records and _is_record(value):
         return dict(_OMITTED) if _holds_media(value, set()) else project_json(value)
     return value
 
 
-def _content_part(item: object) -> ContentPart | None:
+def _content_part(item: object, release: ContentRelease) -> ContentPart | None:
     """The AG-UI part of one native item or string; None when it is not shown
     (hidden by its metadata, or a cache point)."""
     projected = harness().project_input_content(item)
@@ -89,7 +113,7 @@ def _content_part(item: object) -> ContentPart | None:
     elif isinstance(file_id, str):
         source = FileSource(value=file_id, provider=provider if isinstance(provider, str) else None, mime_type=mime)
     else:
-        return TextPart(text=_text(content))  # bytes: described, never carried
+        return TextPart(text=_text(content, release))  # bytes: described, never carried
     kind = content.get("kind")
     if kind == "image-url" or (mime or "").startswith("image/"):
         return ImagePart(source=source)
@@ -125,8 +149,8 @@ def _holds_media(value: object, seen: set[int]) -> bool:
     return any(_holds_media(child, seen) for child in _children(value))
 
 
-def _text(value: object) -> str:
+def _text(value: object, release: ContentRelease) -> str:
     if isinstance(value, str):
         return value
-    return json.dumps(project_json(public_tool_value(value)), ensure_ascii=False, separators=(",", ":"),
-                      sort_keys=True)
+    return json.dumps(release.to_json(public_tool_value(value, release=release)), ensure_ascii=False,
+                      separators=(",", ":"), sort_keys=True)

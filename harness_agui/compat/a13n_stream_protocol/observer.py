@@ -30,6 +30,7 @@ from typing import Any, Self
 
 from ag_ui.core import BaseEvent, Event
 
+from ..._a13n_release import require_release
 from ...a13n import from_a13n
 from ...core.errors import AguiObservationError as _LibraryObservationError
 from ...core.history import HistoryCursor
@@ -48,7 +49,7 @@ from ...core.state import (
 )
 from ._base import AguiEventProcessor, AguiObservationError, ObserverContinuation, PartCursor, RunCursor
 from ._harness import natives as N
-from .vocabulary import NAME, observing, published
+from .vocabulary import NAME, NAME_05, observing, published
 
 __all__ = [
     "AguiEventProcessor",
@@ -65,20 +66,23 @@ OPTIONS = ProjectionOptions(show_hidden=True, max_event_bytes=None, vocabulary=N
 the model only goes out with its ``display: false`` metadata, for the consumer to hide), no event split, the
 order left to the Host."""
 
+OPTIONS_05 = ProjectionOptions(show_hidden=True, max_event_bytes=None, vocabulary=NAME_05, order="unchecked")
+"""The same for a13n-stream-protocol 0.5's vocabulary."""
 
-class HarnessAguiObserver:
-    """Converts and accumulates one public Harness Run as AG-UI events, in
-    a13n-stream-protocol 0.21's vocabulary.
 
-    ``observe()`` takes a13n-harness items (or this library's source items);
-    ``processor(native_item, event) -> event | None`` may drop an event or
-    rewrite its one content field. ``retain_events=False`` keeps no events
-    (``snapshot()`` then raises, ``event_count`` stays 0).
-    """
+class Observer:
+    """What the observers of a13n-stream-protocol 0.21 and 0.5 share: all but
+    0.21's continuations (``export`` / ``restore``) and ``retain_events``.
+    A subclass names its vocabulary's options and the a13n-harness series it
+    reads; making one with another release installed raises ImportError
+    naming both."""
 
     _stream = False
+    _options: ProjectionOptions = OPTIONS
+    _supported: tuple[tuple[int, int], ...] = ((0, 20), (0, 21))
 
     def __init__(self, *, processor: AguiEventProcessor | None = None, retain_events: bool = True) -> None:
+        require_release(f"{type(self).__module__}.{type(self).__qualname__}", self._supported)
         self._processor = processor
         self._retain_events = retain_events
         self._state = self._fresh()
@@ -86,7 +90,7 @@ class HarnessAguiObserver:
         self._resume_completed = False
 
     def _fresh(self) -> ProjectionState:
-        return INITIAL_STATE._replace(options=OPTIONS, events=RecordLog() if self._retain_events else LiveLog())
+        return INITIAL_STATE._replace(options=self._options, events=RecordLog() if self._retain_events else LiveLog())
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -188,6 +192,17 @@ class HarnessAguiObserver:
         finally:
             self._resuming = False
 
+
+class HarnessAguiObserver(Observer):
+    """Converts and accumulates one public Harness Run as AG-UI events, in
+    a13n-stream-protocol 0.21's vocabulary.
+
+    ``observe()`` takes a13n-harness items (or this library's source items);
+    ``processor(native_item, event) -> event | None`` may drop an event or
+    rewrite its one content field. ``retain_events=False`` keeps no events
+    (``snapshot()`` then raises, ``event_count`` stays 0).
+    """
+
     # -- continuations ------------------------------------------------------------------------------
 
     def export(self) -> ObserverContinuation:
@@ -238,13 +253,18 @@ class HarnessAguiStreamObserver(HarnessAguiObserver):
     _stream = True
 
     def _check_correlation(self, state: ProjectionState, item: HarnessStreamEvent) -> None:
-        if item.run_id == state.run_id or state.run_id is None:
-            expected = state.thread_id
-        else:
-            sub = state.subagents.get(item.run_id)
-            expected = None if sub is None else sub.run.history.thread_id
-        if expected is not None and item.thread_id != expected:
-            raise AguiObservationError("Harness Thread correlation changed for a Run")
+        stream_correlation(state, item)
+
+
+def stream_correlation(state: ProjectionState, item: HarnessStreamEvent) -> None:
+    """A stream observer's check: each Run keeps the Thread it was first seen with."""
+    if item.run_id == state.run_id or state.run_id is None:
+        expected = state.thread_id
+    else:
+        sub = state.subagents.get(item.run_id)
+        expected = None if sub is None else sub.run.history.thread_id
+    if expected is not None and item.thread_id != expected:
+        raise AguiObservationError("Harness Thread correlation changed for a Run")
 
 
 class _NativeView:

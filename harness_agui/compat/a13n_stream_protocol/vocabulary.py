@@ -45,6 +45,17 @@
 # (a replay from a journal, a Host's own observer) gets ``to_a13n`` of the
 # source item, which is the same object for every item of a real Run.
 #
+# a13n-stream-protocol 0.5 (``VOCABULARY_05``, named ``NAME_05``; a13n-harness
+# 0.5) makes the same decisions but for these (``Release``): a reasoning
+# message's id is its part's own id where it has one; a builtin tool call's
+# start makes no cursor; a text delta without content still opens its message
+# and gives an empty TEXT_MESSAGE_CONTENT; the JSON of a native event in a
+# CUSTOM is pydantic's JSON of any value (``TypeAdapter(Any)``), a capability
+# event's included (an unknown one's by ``CapabilityEvent``'s adapter); a
+# completed Run's output is that JSON of the output, strictly JSON or omitted;
+# an interrupt is the deferred ToolCallPart itself (id and tool call id both its
+# id, its own tool name); and tool results follow ``content.RELEASE_05``.
+#
 # The per-Run state is the reducer's ``RunState``: its ledger's
 # ``request_index`` (None counts as 0) and its ``parts``, one ``OpenPart`` per
 # cursor in the order the cursors were made, read as a13n-stream-protocol's
@@ -55,6 +66,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -63,9 +75,10 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
+import attrs
 import pydantic_core
 from ag_ui.core import BaseEvent, CustomEvent, Event
-from pydantic import TypeAdapter, ValidationError
+from pydantic import JsonValue, TypeAdapter, ValidationError
 
 from ...a13n import to_a13n
 from ...core import _json
@@ -78,13 +91,30 @@ from ...core.vocabulary import Vocabulary, register
 from ._base import AguiObservationError
 from ._harness import natives as N
 from ._harness import tool_execution_value
-from .content import public_tool_value, tool_result_content
+from .content import RELEASE_021 as CONTENT_021
+from .content import RELEASE_05 as CONTENT_05
+from .content import ContentRelease, public_tool_value, tool_result_content
 from .fragments import FRAGMENT_EVENT_NAME, fragment_custom_event
 
-__all__ = ["NAME", "VOCABULARY", "native_of", "observing", "published", "usage_json"]
+__all__ = ["NAME", "NAME_05", "RELEASE_05", "RELEASE_021", "VOCABULARY", "VOCABULARY_05", "Release", "native_of",
+           "observing", "published", "usage_json"]
 
 NAME = "a13n-stream-protocol/0.21"
 """The vocabulary's name (``ProjectionOptions(vocabulary=NAME)``)."""
+
+NAME_05 = "a13n-stream-protocol/0.5"
+"""The name of a13n-stream-protocol 0.5's vocabulary (a13n-harness 0.5)."""
+
+
+@attrs.frozen
+class Release:
+    """What one a13n-stream-protocol release decides differently (see the module comment)."""
+
+    own_reasoning_ids: bool
+    builtin_call_cursor: bool
+    empty_text_deltas: bool
+    any_json: bool
+    content: ContentRelease
 
 # -- the native item ------------------------------------------------------------------------------
 
@@ -118,6 +148,19 @@ def _adapter(cls: type) -> TypeAdapter[Any]:
     return TypeAdapter(cls)
 
 
+_ANY = TypeAdapter(Any)
+_JSON_VALUE = TypeAdapter(JsonValue)
+
+
+def _dump_as(release: Release, value: Any, cls: type | None = None) -> Any:
+    """The JSON of a native event as ``release`` writes it: by its own class's adapter (``cls`` where given), or
+    for 0.5 pydantic's JSON of any value (``cls`` still names the adapter of an unknown capability event)."""
+    if release.any_json:
+        adapter = _ANY if cls is None or cls is type(value) else _adapter(cls)
+        return adapter.dump_python(value, mode="json", by_alias=True, warnings="error")
+    return _dump(value, cls)
+
+
 def _dump(value: Any, cls: type | None = None) -> Any:
     """pydantic's JSON of a native object, by its own class's adapter (so its
     serializers and aliases, and never a callback a field holds); raises
@@ -134,8 +177,8 @@ def _custom(ts: int, name: str, native: Any, event: Any) -> Record:
     return ev.custom(ts, name, _json.dumps(_value(native, event)))
 
 
-def _pydantic_custom(ts: int, native: Any, event: Any) -> Record:
-    return _custom(ts, f"a13n.pydantic_ai.{event.event_kind}", native, _dump(event))
+def _pydantic_custom(ts: int, native: Any, event: Any, release: Release) -> Record:
+    return _custom(ts, f"a13n.pydantic_ai.{event.event_kind}", native, _dump_as(release, event))
 
 
 def _extension_custom(ts: int, native: Any, event: Any) -> Record:
@@ -234,7 +277,7 @@ def _ending(found: OpenPart | None, index: int, kind: PartKind, part_id: str) ->
 # -- the rulebook of one Run ----------------------------------------------------------------------------
 
 def convert(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int, out: list[Record],
-            options: ProjectionOptions) -> RunState:
+            options: ProjectionOptions, *, release: Release | None = None) -> RunState:
     """The records of a non-terminal item of Run ``run`` (appended to
     ``out``) and the Run's state after it, with ``history`` as its cursor."""
     if type(item.event) is ObservationEvent:  # this library's own (a13n-harness has none)
@@ -242,6 +285,7 @@ def convert(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int, 
         out.append(ev.custom(ts, "a13n.harness.observation", _json.dumps(_value(item, {
             "name": observed.name, "value": observed.value}))))
         return RunState(history, run.parts, run.ledger)
+    release = release or RELEASE_021
     native = native_of(item)
     source = native.event
     parts, request = run.parts, run.ledger.request_index or 0
@@ -279,22 +323,22 @@ def convert(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int, 
         return RunState(history, parts, run.ledger)
     if isinstance(source, N.CapabilityEvent):
         cls = N.CapabilityEvent if isinstance(source, N.UnknownCapabilityEvent) else type(source)
-        out.append(_custom(ts, source.kind, native, _dump(source, cls)))
+        out.append(_custom(ts, source.kind, native, _dump_as(release, source, cls)))
         return RunState(history, parts, run.ledger)
     if isinstance(source, N.PartStartEvent):
-        parts = _part_start(native, source, parts, request, ts, events)
+        parts = _part_start(native, source, parts, request, ts, events, release)
     elif isinstance(source, N.PartDeltaEvent):
-        parts = _part_delta(native, source, parts, request, ts, events)
+        parts = _part_delta(native, source, parts, request, ts, events, release)
     elif isinstance(source, N.PartEndEvent):
-        parts = _part_end(native, source, parts, request, ts, events)
+        parts = _part_end(native, source, parts, request, ts, events, release)
     elif isinstance(source, N.FunctionToolResultEvent | N.OutputToolResultEvent):
-        source = _result(native, source, ts, events)
-    out.extend(events or [_pydantic_custom(ts, native, source)])
+        source = _result(native, source, ts, events, release)
+    out.extend(events or [_pydantic_custom(ts, native, source, release)])
     return RunState(history, parts, run.ledger)
 
 
 def _part_start(native: Any, source: Any, parts: tuple[OpenPart, ...], request: int, ts: int,
-                out: list[Record]) -> tuple[OpenPart, ...]:
+                out: list[Record], release: Release) -> tuple[OpenPart, ...]:
     part, index = source.part, source.index
     if isinstance(part, N.TextPart):
         mid = part.id or _part_id(native.run_id, request, index, "text")
@@ -303,8 +347,8 @@ def _part_start(native: Any, source: Any, parts: tuple[OpenPart, ...], request: 
             out.append(ev.text_content(ts, mid, part.content))
         return _put(parts, _cursor(index, "text", mid, content=bool(part.content)))
     if isinstance(part, N.ThinkingPart):
-        # Always generated: the summary parts of one provider reasoning item share an id.
-        mid = _part_id(native.run_id, request, index, "reasoning")
+        # 0.21 always generates it: the summary parts of one provider reasoning item share an id.
+        mid = (release.own_reasoning_ids and part.id) or _part_id(native.run_id, request, index, "reasoning")
         out.append(ev.reasoning_start(ts, mid))
         if part.content:
             out.append(ev.reasoning_content(ts, mid, part.content))
@@ -312,17 +356,17 @@ def _part_start(native: Any, source: Any, parts: tuple[OpenPart, ...], request: 
             out.append(ev.reasoning_signature(ts, mid, part.signature))
         return _put(parts, _cursor(index, "thinking", mid, content=bool(part.content),
                                    signature=bool(part.signature)))
-    if isinstance(part, N.ToolCallPart | N.NativeToolCallPart):
+    if isinstance(part, N.ToolCallPart) or (release.builtin_call_cursor and isinstance(part, N.NativeToolCallPart)):
         # No event until its end (a CUSTOM of the start); a builtin call's start replaces any cursor too.
         return _put(parts, _cursor(index, "tool_call", part.tool_call_id, tool_name=part.tool_name))
     return parts
 
 
 def _part_delta(native: Any, source: Any, parts: tuple[OpenPart, ...], request: int, ts: int,
-                out: list[Record]) -> tuple[OpenPart, ...]:
+                out: list[Record], release: Release) -> tuple[OpenPart, ...]:
     delta, index, run_id = source.delta, source.index, native.run_id
     if isinstance(delta, N.TextPartDelta):
-        if not delta.content_delta:
+        if not delta.content_delta and not release.empty_text_deltas:
             return parts  # a citation-only delta: its CUSTOM
         cursor, opened = _open(parts, index, "text", _part_id(run_id, request, index, "text"))
         if opened:
@@ -358,7 +402,7 @@ def _part_delta(native: Any, source: Any, parts: tuple[OpenPart, ...], request: 
 
 
 def _part_end(native: Any, source: Any, parts: tuple[OpenPart, ...], request: int, ts: int,
-              out: list[Record]) -> tuple[OpenPart, ...]:
+              out: list[Record], release: Release) -> tuple[OpenPart, ...]:
     part, index, run_id = source.part, source.index, native.run_id
     found = _find(parts, index)
     parts = _without(parts, index)  # any end settles the cursor at its index
@@ -371,7 +415,8 @@ def _part_end(native: Any, source: Any, parts: tuple[OpenPart, ...], request: in
             out.append(ev.text_content(ts, mid, part.content))
         out.append(ev.text_end(ts, mid))
     elif isinstance(part, N.ThinkingPart):
-        mid = found.message_id if found is not None else _part_id(run_id, request, index, "reasoning")
+        mid = ((release.own_reasoning_ids and part.id) or (found.message_id if found is not None else None)
+               or _part_id(run_id, request, index, "reasoning"))
         cursor, opened = _ending(found, index, "thinking", mid)
         if opened:
             out.append(ev.reasoning_start(ts, mid))
@@ -390,8 +435,7 @@ def _part_end(native: Any, source: Any, parts: tuple[OpenPart, ...], request: in
     return parts
 
 
-def _result(native: Any, source: Any, ts: int,
-            out: list[Record]) -> Any:
+def _result(native: Any, source: Any, ts: int, out: list[Record], release: Release) -> Any:
     """A successful result's TOOL_CALL_RESULT; for any other outcome nothing, and the event its CUSTOM
     carries: the result with the public form of its execution value, without the user content."""
     part = source.part
@@ -400,9 +444,9 @@ def _result(native: Any, source: Any, ts: int,
     # Only the execution value is readable: the supplements a tool returned are the model's.
     value = tool_execution_value(part.content, part.metadata)
     if part.outcome == "success":
-        out.append(_tool_result(ts, part.tool_call_id, tool_result_content(value)))
+        out.append(_tool_result(ts, part.tool_call_id, tool_result_content(value, release=release.content)))
         return source
-    public = replace(source, part=replace(part, content=public_tool_value(value)))
+    public = replace(source, part=replace(part, content=public_tool_value(value, release=release.content)))
     return replace(public, content=None) if isinstance(public, N.FunctionToolResultEvent) else public
 
 
@@ -419,7 +463,9 @@ def close(run: RunState, ts: int, out: list[Record]) -> RunState:
     return RunState(run.history, (), run.ledger)
 
 
-def terminal(run: RunState, item: HarnessRunResultEvent, ts: int, out: list[Record]) -> RunState:
+def terminal(run: RunState, item: HarnessRunResultEvent, ts: int, out: list[Record], *,
+             release: Release | None = None) -> RunState:
+    release = release or RELEASE_021
     run = close(run, ts, out)
     native = native_of(item)
     result = native.result
@@ -434,13 +480,18 @@ def terminal(run: RunState, item: HarnessRunResultEvent, ts: int, out: list[Reco
     if result.status == "completed":
         outcome: dict[str, Any] = {"type": "success"}
         try:
-            value = result.output_json()
+            if release.any_json:  # 0.5: pydantic's JSON of the output, strictly JSON
+                value = _JSON_VALUE.validate_python(_ANY.dump_python(result.output, mode="json", warnings="error"),
+                                                    strict=True)
+            else:
+                value = result.output_json()
         except (TypeError, ValueError):
             raw["result_omitted"] = True
         else:
             output = None if value is None else _json.dumps(value)
     elif result.status == "suspended":
-        outcome = {"type": "interrupt", "interrupts": _interrupts(result.deferred)}
+        interrupts = _interrupts_05(result.deferred) if release.any_json else _interrupts(result.deferred)
+        outcome = {"type": "interrupt", "interrupts": interrupts}
     else:
         outcome = {"type": "cancelled"}
     out.append(("RUN_FINISHED@full", ts, native.thread_id, native.run_id, output, _json.dumps(outcome), usage,
@@ -460,6 +511,14 @@ def _interrupts(deferred: Any) -> list[dict[str, Any]]:
                           "reason": reason, "metadata": pydantic_core.to_jsonable_python(
                               {"tool_name": name, "args": target.args, "tool_metadata": tool_metadata})})
     return found
+
+
+def _interrupts_05(deferred: Any) -> list[dict[str, Any]]:
+    """a13n-stream-protocol 0.5's interrupts: each deferred call is pydantic-ai's ToolCallPart itself."""
+    return [{"id": call.tool_call_id, "tool_call_id": call.tool_call_id, "reason": reason,
+             "metadata": pydantic_core.to_jsonable_python({"tool_name": call.tool_name, "args": call.args,
+                                                           "tool_metadata": deferred.metadata.get(call.tool_call_id)})}
+            for reason, calls in (("approval", deferred.approvals), ("external", deferred.calls)) for call in calls]
 
 
 def _subagent_finished(ts: int, run_id: str, text: str | None) -> Record:
@@ -598,3 +657,13 @@ VOCABULARY = Vocabulary(
     process=process, frame=frame)
 """a13n-stream-protocol 0.21's vocabulary."""
 register(VOCABULARY)
+
+RELEASE_021 = Release(own_reasoning_ids=False, builtin_call_cursor=True, empty_text_deltas=False, any_json=False,
+                      content=CONTENT_021)
+RELEASE_05 = Release(own_reasoning_ids=True, builtin_call_cursor=False, empty_text_deltas=True, any_json=True,
+                     content=CONTENT_05)
+
+VOCABULARY_05 = attrs.evolve(VOCABULARY, name=NAME_05, convert=functools.partial(convert, release=RELEASE_05),
+                             terminal=functools.partial(terminal, release=RELEASE_05))
+"""a13n-stream-protocol 0.5's vocabulary (a13n-harness 0.5)."""
+register(VOCABULARY_05)
