@@ -93,7 +93,7 @@ __all__ = ["FORMAT", "MAGIC", "CheckpointInfo", "encode", "decode", "inspect", "
            "library_version", "stream_position"]
 
 MAGIC = b"harness-agui checkpoint\n"
-FORMAT = 4  # 4: a part the source ended while its response streams stays open (OpenPart.ended)
+FORMAT = 5  # 5: the conversation's open entries are maps by id (a live-only log that tracks messages)
 _TRAILER = {"crc32": 4, "hmac-sha256": 32}  # the digest's length, by name
 _U32 = struct.Struct(">I")
 
