@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +20,16 @@ from ag_ui.core import BaseEvent
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import harness_agui
 from harness_agui import HarnessAguiObserver
 from harness_agui.core.conversation import EMPTY_CONVERSATION, fold_records, messages_json
-from harness_agui.testing import complete_histories, live_histories, simulated_delegation, simulated_run
+from harness_agui.testing import (
+    complete_histories,
+    fanned_out_delegation,
+    live_histories,
+    simulated_delegation,
+    simulated_run,
+)
 from harness_agui.testing.delegation import delegating_runs
 from harness_agui.wire.agui import agui_to_json
 from harness_agui.wire.codec import decode
@@ -164,3 +172,45 @@ def test_messages_and_catch_up_are_detached_fresh_objects(items: list[Any]) -> N
     if caught:
         caught[1].messages.clear()
         assert observer.catch_up() == observer.catch_up()
+
+
+# -- cost with many live subagents (no timing: lines of this library run, counted) ------------
+
+def _lines_run(call: Any) -> int:
+    """How many lines of harness_agui code ``call()`` runs (sys.settrace):
+    a loop over every open entry per record shows up here whatever the
+    machine's speed."""
+    package = str(Path(harness_agui.__file__).parent)
+    count = 0
+
+    def local(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal count
+        if event == "line":
+            count += 1
+        return local
+
+    def calls(frame: Any, event: str, arg: Any) -> Any:
+        return local if frame.f_code.co_filename.startswith(package) else None
+
+    sys.settrace(calls)
+    try:
+        call()
+    finally:
+        sys.settrace(None)
+    return count
+
+
+def test_a_late_joiners_catch_up_with_many_live_subagents_costs_the_same_per_child() -> None:
+    # The first catch-up folds the whole log. Each delta, start and end used to search and copy a tuple of
+    # every open message or running subagent, so a catch-up with N live children ran N^2 lines: 1,916 per
+    # child at 150 children, 5,121 at 600, 17,732 at 2,400. Now each is a map step whatever N (1,027 and
+    # 1,148: the maps' and vectors' paths grow a level).
+    per_child = {}
+    for children in (150, 600):
+        observer = HarnessAguiObserver()
+        for item in fanned_out_delegation(children):
+            observer.observe(item)
+        caught: list[Any] = []
+        per_child[children] = _lines_run(lambda: caught.extend(observer.catch_up())) / children  # noqa: B023
+        assert [e.type.value for e in caught].count("SUBAGENT_STARTED") == children
+    assert per_child[600] < 1.3 * per_child[150], per_child

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import gc
 import pickle
+import random
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
@@ -41,6 +42,14 @@ class IdMapAgainstDict(RuleBasedStateMachine):
         self.history.append((self.map, dict(self.model)))
 
     @rule(key=_IDS)
+    def discard_a_key(self, key: str) -> None:
+        before = self.map
+        self.map = self.map.discard(key)
+        assert (self.map is before) == (key not in self.model)
+        self.model.pop(key, None)
+        self.history.append((self.map, dict(self.model)))
+
+    @rule(key=_IDS)
     def add_an_id(self, key: str) -> None:
         before = self.set
         self.set = self.set.add(key)
@@ -67,6 +76,25 @@ class IdMapAgainstDict(RuleBasedStateMachine):
 
 
 TestIdMapAgainstDict = IdMapAgainstDict.TestCase
+
+
+@settings(max_examples=10)
+@given(st.integers(0, 2**32))
+def test_an_id_map_emptied_key_by_key_in_any_order_is_the_empty_map(seed: int) -> None:
+    rng = random.Random(seed)
+    keys = [f"id-{n}" for n in range(3000)]  # enough for leaves to split two levels down
+    full: IdMap[str] = IdMap()
+    for k in keys:
+        full = full.set(k, k)
+    rng.shuffle(keys)
+    m = full
+    for n, k in enumerate(keys):
+        m = m.discard(k)
+        assert m.discard(k) is m
+        if n % 500 == 0:
+            assert dict(m.items()) == {k: k for k in keys[n + 1:]}
+    assert len(m) == 0 and m == IdMap() and list(m) == [] and len(full) == 3000
+    assert m.set("again", "x") == {"again": "x"}
 
 
 @given(st.lists(st.tuples(_IDS, st.sampled_from(["open", "ended"])), max_size=200))

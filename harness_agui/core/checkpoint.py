@@ -108,7 +108,8 @@ __all__ = ["FORMAT", "MAGIC", "CheckpointInfo", "encode", "decode", "inspect", "
            "library_version", "stream_position"]
 
 MAGIC = b"harness-agui checkpoint\n"
-FORMAT = 5  # 5: each sealed block has its own digest, checked when the block is first read
+FORMAT = 5  # 5: each sealed block has its own digest, checked when the block is first read; the
+           # conversation's open entries are maps by id (a live-only log that tracks messages)
 _TRAILER = {"crc32": 4, "hmac-sha256": 32}  # the digest's length, by name
 _U32 = struct.Struct(">I")
 

@@ -21,9 +21,10 @@
 # ``subagents`` find the position of the client's message with an id, of a
 # tool call, of the message holding a call, of a subagent. While a message
 # or tool call streams, its deltas go to its entry in ``open`` /
-# ``open_calls`` (a few entries: cheaper per delta than a new timeline
-# entry) and its end joins them into the entry as one chunk; ``settled``
-# holds the timeline without them, and ``entries`` adds them on reading.
+# ``open_calls`` (maps by id: cheaper per delta than a new timeline entry,
+# and flat however many stream at once) and its end joins them into the
+# entry as one chunk; ``settled`` holds the timeline without them, and
+# ``entries`` adds them on reading.
 #
 # The rules, stated once. Those of the messages mirror ``@ag-ui/client``
 # (1.0, its default event applier); ``tests/test_catch_up.py`` and
@@ -84,7 +85,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Literal, TypeAlias
 
 import attrs
@@ -437,28 +438,44 @@ class _Open:
     last: int | None = None
 
 
-# What is open at once is a handful of messages and calls: a short tuple, searched, is cheaper to
-# update than a map.
-_Opens = tuple[_Open, ...]
+_NO_OPEN_IDS: IdMap[_Open] = IdMap()
 
 
-def _find(opens: _Opens, entity_id: str) -> _Open | None:
-    for o in opens:
-        if o.id == entity_id:
-            return o
-    return None
+@attrs.frozen
+class _Opens:
+    """What is open, by id, iterated in the order it opened. Usually a
+    handful of messages and calls, but a Run with thousands of live
+    subagents has a running entry and an open message for each: a map keeps
+    each step's cost flat whatever their number (a tuple searched and copied
+    on every delta made a catch-up of 4,000 live children quadratic:
+    bench/catch_up.py)."""
+
+    by_id: IdMap[_Open] = _NO_OPEN_IDS
+
+    def get(self, entity_id: str) -> _Open | None:
+        return self.by_id.get(entity_id)  # type: ignore[no-any-return]
+
+    def with_open(self, opened: _Open) -> _Opens:
+        """These with ``opened`` in place of what was open under its id."""
+        by_id = self.by_id.set(opened.id, opened)
+        return self if by_id is self.by_id else _Opens(by_id)
+
+    def without(self, entity_id: str) -> _Opens:
+        by_id = self.by_id.discard(entity_id)
+        return self if by_id is self.by_id else _Opens(by_id)
+
+    def __iter__(self) -> Iterator[_Open]:
+        return iter(sorted(self.by_id.values(), key=_opened_order))
+
+    def __len__(self) -> int:
+        return len(self.by_id)
 
 
-def _without(opens: _Opens, entity_id: str) -> _Opens:
-    return tuple(o for o in opens if o.id != entity_id)
+def _opened_order(opened: _Open) -> int:
+    return opened.order
 
 
-def _with(opens: _Opens, new: _Open) -> _Opens:
-    for i, o in enumerate(opens):
-        if o.id == new.id:
-            return opens[:i] + (new,) + opens[i + 1:]
-    return opens + (new,)
-
+_NO_OPENS = _Opens()
 
 _NO_POSITIONS: IdMap[int] = IdMap()
 _NO_AFTER: IdMap[tuple[int, ...]] = IdMap()
@@ -481,9 +498,9 @@ class Conversation:
     calls: IdMap[int] = _NO_POSITIONS
     call_host: IdMap[int] = _NO_POSITIONS
     subagents: IdMap[int] = _NO_POSITIONS
-    open: _Opens = ()  # messages still streaming (by message id)
-    open_calls: _Opens = ()  # tool calls still streaming (by call id: another namespace)
-    running: _Opens = ()  # subagents running (by subagent run id)
+    open: _Opens = _NO_OPENS  # messages still streaming (by message id)
+    open_calls: _Opens = _NO_OPENS  # tool calls still streaming (by call id: another namespace)
+    running: _Opens = _NO_OPENS  # subagents running (by subagent run id)
     fragments: tuple[Fragment, ...] = ()
     started: Record | None = None
     terminal: Record | None = None
@@ -494,7 +511,7 @@ class Conversation:
     def entries(self) -> Vector[Entry]:
         """Every entry, in the order it started, with its content so far."""
         entries = self.settled
-        for opened in (*self.open, *self.open_calls):
+        for opened in (*self.open.by_id.values(), *self.open_calls.by_id.values()):
             if opened.chunks:
                 entries = entries.set(opened.at, _streamed(entries[opened.at], opened))
         return entries
@@ -503,7 +520,7 @@ class Conversation:
         """The entry at position ``at``, with its content so far."""
         entry = self.settled[at]
         if isinstance(entry, (Message, ToolCall)):
-            opened = _open_at(self.open_calls if isinstance(entry, ToolCall) else self.open, at)
+            opened = _open_at(self, entry, at)
             if opened is not None and opened.chunks:
                 return _streamed(entry, opened)
         return entry
@@ -549,11 +566,14 @@ class Conversation:
                 f"{len(self.open) + len(self.open_calls)} open)")
 
 
-def _open_at(opens: _Opens, at: int) -> _Open | None:
-    for o in opens:
-        if o.at == at:
-            return o
-    return None
+def _open_at(c: Conversation, entry: Message | ToolCall, at: int) -> _Open | None:
+    """What is streaming into ``entry``, the entry at position ``at``: an
+    open entry streams into the entry of its own id."""
+    if type(entry) is ToolCall:
+        opened = c.open_calls.get(entry.tool_call_id)
+    else:
+        opened = c.open.get(entry.message_id)  # type: ignore[union-attr]
+    return opened if opened is not None and opened.at == at else None
 
 
 def _streamed(entry: Any, opened: _Open) -> Any:
@@ -566,7 +586,8 @@ def _streamed(entry: Any, opened: _Open) -> Any:
 EMPTY_CONVERSATION = Conversation()
 
 STATE_CLASSES: tuple[type, ...] = (Conversation, RunStart, Input, Message, ToolCall, ToolResult, ModelRequest,
-                                   Notice, Interrupt, TokenUsage, Outcome, Subagent, Fragment, JsonValue, _Open)
+                                   Notice, Interrupt, TokenUsage, Outcome, Subagent, Fragment, JsonValue, _Open,
+                                   _Opens)
 """The attrs classes a Conversation is made of (for ``core.checkpoint``)."""
 
 
@@ -699,8 +720,8 @@ def _opening(c: Conversation, entries: Vector[Entry], entity_id: str, start: Rec
     streaming into the entry at ``at``; what streamed into an earlier open
     entry of the same id stays in that entry."""
     opens = c.open_calls if kind == "tool" else c.open
-    entries = _drained(entries, _find(opens, entity_id))
-    opens = _with(opens, _Open(entity_id, start, c.ticks, at, _NO_CHUNKS, _at(ts)))
+    entries = _drained(entries, opens.get(entity_id))
+    opens = opens.with_open(_Open(entity_id, start, c.ticks, at, _NO_CHUNKS, _at(ts)))
     return {"settled": entries, "open_calls" if kind == "tool" else "open": opens, "ticks": c.ticks + 1}
 
 
@@ -735,7 +756,7 @@ def _content(c: Conversation, entity_id: str, delta: str, ts: int, sub: str | No
     open until its end."""
     call = kind == "tool"
     opens = c.open_calls if call else c.open
-    opened = _find(opens, entity_id)
+    opened = opens.get(entity_id)
     if opened is None or opened.start is None:
         found = (c.calls if call else c.by_id).get(entity_id)
         if found is not None:  # not streaming: straight into the client's message (or call)
@@ -749,8 +770,9 @@ def _content(c: Conversation, entity_id: str, delta: str, ts: int, sub: str | No
             c = _copy(c, **_opening(c, c.settled.append(_orphan(kind, entity_id, ts, sub)), entity_id, None, at, ts,
                                     kind))
             opens = c.open_calls if call else c.open
-            opened = opens[-1]
-    opens = _with(opens, _copy(opened, chunks=opened.chunks.append(delta), last=_at(ts)))
+            opened = opens.get(entity_id)
+            assert opened is not None
+    opens = opens.with_open(_copy(opened, chunks=opened.chunks.append(delta), last=_at(ts)))
     return _copy(c, open_calls=opens) if call else _copy(c, open=opens)
 
 
@@ -761,12 +783,12 @@ def _end(c: Conversation, entity_id: str, ts: int, sub: str | None, kind: _Strea
     and otherwise makes an empty entry, started=False, outside the list."""
     call = kind == "tool"
     opens = c.open_calls if call else c.open
-    opened = _find(opens, entity_id)
+    opened = opens.get(entity_id)
     if opened is None:
         if (c.calls if call else c.by_id).get(entity_id) is not None:
             return c
         return _append(c, _orphan(kind, entity_id, ts, sub, ended=True))
-    rest = _without(opens, entity_id)
+    rest = opens.without(entity_id)
     entries = _drained(c.settled, opened, ended=True, ts=ts)
     return _copy(c, settled=entries, open_calls=rest) if call else _copy(c, settled=entries, open=rest)
 
@@ -881,7 +903,7 @@ def _subagent_start(c: Conversation, record: Record, ts: int) -> Conversation:
     entry = Subagent(run_id, ev.field_of(record, "name"), ev.field_of(record, "parent_tool_call_id"), parent_sub,
                      parent.depth + 1 if parent is not None else 1, started=True, at=_at(ts))
     at = len(c.settled)
-    running = _with(c.running, _Open(run_id, record, c.ticks, at))
+    running = c.running.with_open(_Open(run_id, record, c.ticks, at))
     return _copy(c, settled=c.settled.append(entry), subagents=c.subagents.set(run_id, at), running=running,
                  ticks=c.ticks + 1)
 
@@ -889,7 +911,7 @@ def _subagent_start(c: Conversation, record: Record, ts: int) -> Conversation:
 def _subagent_end(c: Conversation, record: Record, ts: int, **changes: Any) -> Conversation:
     run_id = ev.field_of(record, "subagent_run_id")
     at = c.subagents.get(run_id)
-    c = _copy(c, running=_without(c.running, run_id))
+    c = _copy(c, running=c.running.without(run_id))
     if at is None:
         entry = Subagent(run_id, at=_at(ts), ended_at=_at(ts), **changes)
         return _copy(c, settled=c.settled.append(entry), subagents=c.subagents.set(run_id, len(c.settled)))
@@ -1163,7 +1185,7 @@ def _message_json(c: Conversation, at: int, *, streaming: bool,
 def _opens_by_at(c: Conversation) -> tuple[dict[int, _Open], dict[int, _Open]]:
     # The open messages and tool calls by their position: one pass, so that a snapshot of n messages
     # with m open (many live subagents) costs n + m, not n * m.
-    return {o.at: o for o in reversed(c.open)}, {o.at: o for o in reversed(c.open_calls)}
+    return {o.at: o for o in c.open.by_id.values()}, {o.at: o for o in c.open_calls.by_id.values()}
 
 
 def messages_json(c: Conversation, *, streaming: bool = False) -> list[dict[str, Any]]:
@@ -1188,10 +1210,10 @@ def catch_up_events(c: Conversation) -> tuple[BaseEvent, ...]:
     out: list[BaseEvent] = [ev.build(c.started)]
     out.append(MessagesSnapshotEvent.model_validate(
         {"timestamp": _latest(c), "messages": messages_json(c, streaming=True)}))
-    for opened in sorted(c.running, key=lambda o: o.order):
+    for opened in c.running:
         assert opened.start is not None
         out.append(ev.build(opened.start))
-    for opened in sorted((*c.open, *c.open_calls), key=lambda o: o.order):
+    for opened in sorted((*c.open.by_id.values(), *c.open_calls.by_id.values()), key=_opened_order):
         if opened.start is None:  # an entry the client never saw started
             continue
         out.append(ev.build(opened.start))
@@ -1205,7 +1227,7 @@ def catch_up_events(c: Conversation) -> tuple[BaseEvent, ...]:
 
 def _latest(c: Conversation) -> int | None:
     stamps = [c.started[1]] if c.started is not None else []
-    stamps.extend(o.last for o in (*c.open, *c.open_calls) if o.start is not None)
+    stamps.extend(o.last for o in (*c.open.by_id.values(), *c.open_calls.by_id.values()) if o.start is not None)
     if c.terminal is not None:
         stamps.append(c.terminal[1])
     known = [s for s in stamps if type(s) is int]

@@ -124,6 +124,31 @@ def _built(pairs: Iterable[tuple[str, Any]]) -> tuple[tuple[Any, ...], int]:
     return _build([(hash(k), k, v) for k, v in items.items()], 0), len(items)
 
 
+def _discard(node: tuple[Any, ...], key: str, h: int, shift: int) -> tuple[Any, ...] | None:
+    """The node without ``key`` (``_EMPTY_NODE`` when nothing is left in
+    it); None if ``key`` is not in ``node``."""
+    i = (h >> shift) & _MASK
+    slot = node[i]
+    if slot is None:
+        return None
+    if type(slot) is dict:
+        if key not in slot:
+            return None
+        new: Any = None
+        if len(slot) > 1:
+            new = slot.copy()
+            del new[key]
+    else:
+        new = _discard(slot, key, h, shift + _BITS)
+        if new is None:
+            return None
+        if new is _EMPTY_NODE:
+            new = None
+    copy = list(node)
+    copy[i] = new
+    return _EMPTY_NODE if copy.count(None) == _WIDTH else tuple(copy)
+
+
 def _items(node: tuple[Any, ...]) -> Iterator[tuple[str, Any]]:
     for slot in node:
         if slot is None:
@@ -135,9 +160,10 @@ def _items(node: tuple[Any, ...]) -> Iterator[tuple[str, Any]]:
 
 
 class IdMap(Mapping[str, V]):
-    """An immutable map from str ids to values (str or other atomic values).
-    ``set`` returns a new map sharing all but one path with this one (this
-    map when the value is already there). Equal to another IdMap, or any
+    """An immutable map from str ids to values (str or other atomic values,
+    or frozen values such as the conversation's open entries). ``set`` and
+    ``discard`` return a new map sharing all but one path with this one
+    (this map when nothing changes). Equal to another IdMap, or any
     Mapping, with the same items; pickles as its items."""
 
     __slots__ = ("_root", "_len")
@@ -156,6 +182,16 @@ class IdMap(Mapping[str, V]):
         new = object.__new__(IdMap)
         new._root = done[0]
         new._len = self._len + done[1]
+        return new
+
+    def discard(self, key: str) -> IdMap[V]:
+        """This map without ``key`` (this map when it is not in it)."""
+        done = _discard(self._root, key, hash(key), 0)
+        if done is None:
+            return self
+        new = object.__new__(IdMap)
+        new._root = done
+        new._len = self._len - 1
         return new
 
     def __getitem__(self, key: str) -> V:

@@ -28,11 +28,11 @@
 # is an entry of the right class with the right id (``by_id`` a message,
 # ``calls`` a tool call, ``call_host`` a message, ``subagents`` a subagent,
 # ``listed`` a message of the client's list, ``after`` tool results inserted
-# after a listed message), every open entry names its entry and starts with a
-# record of the matching kind, the records it keeps are records this release
-# makes, and every listed message is one the client's list can hold (a role
-# it knows, content where the message needs it, JSON that parses, tool calls
-# that started): what ``messages()`` and ``catch_up()`` read of it. These
+# after a listed message), every open entry is filed under its own id, names
+# its entry and starts with a record of the matching kind, the records it
+# keeps are records this release makes, and every listed message is one the
+# client's list can hold (a role it knows, content where the message needs
+# it, JSON that parses, tool calls that started): what ``messages()`` and ``catch_up()`` read of it. These
 # rules restate what the client's own validation would say of the list,
 # because running it (``messages_of``) would cost a restore more than the
 # rest of the check.
@@ -44,12 +44,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from . import _json
 from . import records as ev
-from .conversation import _MESSAGE, Conversation, Message, Subagent, ToolCall, ToolResult, _Open
+from .conversation import _MESSAGE, Conversation, Message, Subagent, ToolCall, ToolResult, _Opens
 from .errors import HarnessAguiError
 from .history import HistoryCursor
 from .livelog import LiveLog
@@ -240,13 +239,11 @@ def _check_listed(c: Conversation, settled: tuple[Any, ...], found: Message | To
             raise _fail(f"message {found.message_id!r} holds tool call {call_id!r}, which never started")
 
 
-def _check_opens(opens: Iterable[_Open], entry: Any, cls: type, kinds: tuple[str, ...], id_field: str,
+def _check_opens(opens: _Opens, entry: Any, cls: type, kinds: tuple[str, ...], id_field: str,
                  ticks: int, *, started: bool) -> None:
-    seen: set[str] = set()
-    for opened in opens:
-        if opened.id in seen:
-            raise _fail(f"{opened.id!r} open twice")
-        seen.add(opened.id)
+    for key, opened in opens.by_id.items():
+        if opened.id != key:
+            raise _fail(f"{opened.id!r} open under the id {key!r}")
         if not 0 <= opened.order < ticks:
             raise _fail(f"{opened.id!r} opened as number {opened.order} of {ticks}")
         found = entry(opened.at, cls, f"open {opened.id!r}")

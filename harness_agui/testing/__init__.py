@@ -25,6 +25,7 @@ __all__ = ["SourceBuilder", "simulated_run", "projection_json", "DEMO_START"]
 _DELEGATION = frozenset({
     "RunWriter", "PlannedSubagent", "DelegatingRun", "delegating_runs", "delegating_histories",
     "complete_delegating_histories", "live_delegating_histories", "simulated_delegation",
+    "fanned_out_delegation",
 })
 
 

@@ -70,6 +70,7 @@ __all__ = [
     "complete_delegating_histories",
     "live_delegating_histories",
     "simulated_delegation",
+    "fanned_out_delegation",
 ]
 
 Fate = Literal["completed", "failed", "running", "cut_off", "not_started"]
@@ -501,4 +502,30 @@ def simulated_delegation(root_run_id: str = "run-root", *, nested: bool = True,
     root.model_request_completed()
     root.completed("sunny.", input_tokens=40, output_tokens=9)
     take(root)
+    return out
+
+
+def fanned_out_delegation(children: int, root_run_id: str = "run-root", *,
+                          streaming: bool = True) -> list[HarnessStreamEvent]:
+    """A root Run whose one model response delegated to ``children``
+    subagents (its calls "call-0", "call-1", ...), each of which started,
+    received its task and, when ``streaming``, is in the middle of a text
+    part: every child still running, the root waiting for all of them (the
+    stream to measure a late joiner's catch-up with many live subagents)."""
+    root = RunWriter("thread-root", root_run_id)
+    root.run_started().request().user("Fan the work out.")
+    root.text(0, ["delegating."])
+    for n in range(children):
+        root.tool_call(n + 1, "delegate", f"call-{n}", ['{"task": ', f'"part {n}"}}'])
+    root.model_request_completed()
+    out = list(root.items)
+    for n in range(children):
+        child_id = f"{root_run_id}-child-{n}"
+        child = RunWriter(f"thread-child-{n}", child_id, start=root._at)
+        child.run_started().delegation("started", child_run_id=child_id, subagent="worker",
+                                       parent_run_id=root_run_id, parent_tool_call_id=f"call-{n}", status="running")
+        child.request().user(json.dumps({"delegated_task": f"part {n}", "parent_task": "Fan the work out."}))
+        if streaming:
+            child.open_text(0, ["working ", f"on part {n}"])
+        out.extend(child.items)
     return out
