@@ -50,7 +50,7 @@ from ..core import _json
 from ..core.source import HarnessRunResultEvent, HarnessStreamEvent
 from ..wire.codec import to_json
 
-__all__ = ["MARK", "HEAD_CHARS", "HistoryHead", "SharedHistoryError", "stored_form", "read_head", "expand"]
+__all__ = ["MARK", "HEAD_CHARS", "HistoryHead", "stored_form", "read_head", "expand"]
 
 MARK = '{"$history":'
 """How a stored line in the shared form starts."""
@@ -134,13 +134,13 @@ def read_head(prefix: str) -> tuple[int, str] | None:
     return count, digest
 
 
-class SharedHistoryError(ValueError):
+class _SharedHistoryError(ValueError):
     """A stored line in the shared form that does not fit together with its bases (``reason``)."""
 
 
 def expand(line: str, read_base: Callable[[str], str]) -> dict[str, Any]:
     """The wire JSON object of a stored line in the shared form; ``read_base(run_id)`` gives the stored line
-    of the terminal result of root Run ``run_id`` (and raises if there is none). Raises SharedHistoryError
+    of the terminal result of root Run ``run_id`` (and raises if there is none). Raises _SharedHistoryError
     for a line, or a chain of bases, that does not fit together, ValueError for JSON it cannot parse."""
     data = _json.loads(line)
     chain: list[tuple[list[Any], int]] = []
@@ -151,26 +151,26 @@ def expand(line: str, read_base: Callable[[str], str]) -> dict[str, Any]:
         shared = _shared(current)
         tail, base = shared.get("tail"), shared.get("base")
         if type(count) is not int or not isinstance(tail, list):
-            raise SharedHistoryError("a stored result's shared history is malformed")
+            raise _SharedHistoryError("a stored result's shared history is malformed")
         chain.append((tail, count))
         if base is None:
             break
         run_id, kept = base.get("run_id"), base.get("count")
         if not isinstance(run_id, str) or type(kept) is not int or run_id in seen:
-            raise SharedHistoryError(f"a stored result's history names a malformed or circular base ({run_id!r:.80})")
+            raise _SharedHistoryError(f"a stored result's history names a malformed or circular base ({run_id!r:.80})")
         seen.add(run_id)
         stored = read_base(run_id)
         if not stored.startswith(MARK):
-            raise SharedHistoryError(f"the history's base, the result of run {run_id!r:.80}, is not stored shared")
+            raise _SharedHistoryError(f"the history's base, the result of run {run_id!r:.80}, is not stored shared")
         current = _json.loads(stored)
         if _count(current) != kept:
-            raise SharedHistoryError(f"the history's base, the result of run {run_id!r:.80}, holds "
+            raise _SharedHistoryError(f"the history's base, the result of run {run_id!r:.80}, holds "
                                      f"{_count(current)!r} messages, not {kept}")
     messages: list[Any] = []
     for tail, count in reversed(chain):
         messages.extend(tail)
         if len(messages) != count:
-            raise SharedHistoryError(f"a stored result's history holds {len(messages)} messages, its header says "
+            raise _SharedHistoryError(f"a stored result's history holds {len(messages)} messages, its header says "
                                      f"{count}")
     del data["$history"]
     result = data["result"]
@@ -192,5 +192,5 @@ def _shared(data: Any) -> dict[str, Any]:
     except (KeyError, TypeError):
         shared = None
     if not isinstance(shared, dict):
-        raise SharedHistoryError("a stored result in the shared form holds no shared history")
+        raise _SharedHistoryError("a stored result in the shared form holds no shared history")
     return shared

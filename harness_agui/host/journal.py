@@ -89,7 +89,7 @@ from ..core.history import HistoryCursor, StreamCursor, advance_stream
 from ..core.notices import delegation_notice
 from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
 from ..wire.codec import DecodeError, Migration, decode, encode, from_json
-from ._shared_history import HEAD_CHARS, MARK, HistoryHead, SharedHistoryError, expand, read_head, stored_form
+from ._shared_history import HEAD_CHARS, MARK, HistoryHead, _SharedHistoryError, expand, read_head, stored_form
 from ._sqlite import FLAG, INTEGER, TEXT, Column, Database, Table, poll_interval_seconds, rewrite_table
 from .checks import Cursor, _check_args, check_prefix, check_tail
 from .errors import DamagedStoreError, JournalConflictError, ProjectorConflictError
@@ -513,7 +513,7 @@ class SqliteSourceJournal:
                 return decode(line, migrations=self._migrations)
             try:
                 data = expand(line, lambda base: self._result_line(conn, base))
-            except SharedHistoryError as e:
+            except _SharedHistoryError as e:
                 raise ITEMS.damaged(self.path, None, str(e), run_id=run_id, sequence=seq) from None
             except DamagedStoreError:
                 raise
