@@ -167,6 +167,8 @@ _KNOWN_CACHE = 4096  # bindings kept in memory (they never change)
 _INLINE_BODY_BYTES = 64 * 1024
 """A request body up to this size is parsed on the event loop; a larger one in a worker thread."""
 
+_LookedUp = tuple["WireRun | None", bool, "str | None"]  # _look_up's: the binding, a Harness's id, the journal's Thread
+
 
 def _error(status: int, error: str, message: str, **extra: Any) -> JSONResponse:
     return JSONResponse({"error": error, "message": message, **extra}, status_code=status)
@@ -545,10 +547,12 @@ class AguiServer:
         thread_id, run_id = run_input.thread_id, run_input.run_id
         check_id("threadId", thread_id)
         check_id("runId", run_id)
-        thread_runs = await asyncio.to_thread(self.stores.bindings.runs_of, thread_id)
+        # One hop for both reads: the Thread's bindings (for the authorize hook) and the run id's binding.
+        looking = self._remembered(run_id) is None
+        thread_runs, looked_up = await asyncio.to_thread(self._start_reads, thread_id, run_id, looking)
         context = self._context(request, "run", thread_id, run_id, run_input, thread_runs=thread_runs)
         await self._authorized(context)
-        known = await self._known_of(thread_id, run_id)
+        known = await self._known_of(thread_id, run_id, looked_up=looked_up)
         if known is None:
             async with self._thread_lock(thread_id):
                 # Started meanwhile by another request? On SQLite only this process can have started it
@@ -567,10 +571,11 @@ class AguiServer:
         held = HeldByClient(run_input.messages) if after == 0 else None
         return self._stream(known.source_run_id, after, cancel=self._cancel_on_disconnect, held=held)
 
-    async def _known_of(self, thread_id: str, run_id: str, *, remembered: bool = False) -> WireRun | None:
+    async def _known_of(self, thread_id: str, run_id: str, *, remembered: bool = False,
+                        looked_up: _LookedUp | None = None) -> WireRun | None:
         # The Run ``run_id`` names in ``thread_id`` (409 when it is another Thread's); None when it names none.
         # ``remembered``: by what this process knows, without the database.
-        known = self._remembered(run_id) if remembered else await self._binding(run_id)
+        known = self._remembered(run_id) if remembered else await self._binding(run_id, looked_up)
         if known is not None and known.wire_thread_id != thread_id:
             raise _run_conflict(run_id)
         return known
@@ -682,13 +687,16 @@ class AguiServer:
         if verdict is not True:
             raise _refuse(403, "forbidden", f"not allowed to {context.action} run {context.run_id!r}")
 
-    async def _binding(self, run_id: str) -> WireRun | None:
+    async def _binding(self, run_id: str, looked_up: _LookedUp | None = None) -> WireRun | None:
         # The binding of a client's run id (cached: bindings never change); a Run journaled without one
-        # (and whose id is not another Run's source id) is named by its own ids.
+        # (and whose id is not another Run's source id) is named by its own ids. ``looked_up``: what
+        # ``_look_up`` found already.
         known = self._remembered(run_id)
         if known is not None:
             return known
-        known, harness_id, journaled = await asyncio.to_thread(self._look_up, run_id)  # one hop for the lookups
+        if looked_up is None:
+            looked_up = await asyncio.to_thread(self._look_up, run_id)  # one hop for the lookups
+        known, harness_id, journaled = looked_up
         if known is None:
             if harness_id:
                 return None  # a Harness's id, not a client's
@@ -707,7 +715,11 @@ class AguiServer:
             self._known.move_to_end(run_id)
         return known
 
-    def _look_up(self, run_id: str) -> tuple[WireRun | None, bool, str | None]:
+    def _start_reads(self, thread_id: str, run_id: str, looking: bool) -> tuple[tuple[WireRun, ...], _LookedUp | None]:
+        # In a worker thread: a POST's Thread bindings, and (``looking``) the lookup of its run id.
+        return self.stores.bindings.runs_of(thread_id), self._look_up(run_id) if looking else None
+
+    def _look_up(self, run_id: str) -> _LookedUp:
         # In a worker thread: the binding of a client's run id; else whether it is a Harness's (bound) id;
         # else the Thread the journal holds for it (None for a child Run's id or a Run not journaled).
         bindings = self.stores.bindings

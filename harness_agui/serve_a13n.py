@@ -817,7 +817,10 @@ class A13nRunner:
             thread_id = source_thread_id(run_input.thread_id)
         else:  # the server's: the Harness Thread the client's was bound to, or a new one nobody can guess
             thread_id = request.source_thread_id or f"thread-{uuid.uuid4().hex}"
-        thread = await _read_thread(journal, thread_id, running or (lambda run_id: True), bound)
+        if bound is not None and request.source_thread_id is None:  # made just now: the journal has nothing of it
+            thread = _Thread(thread_id, (), None, None, None)
+        else:
+            thread = await _read_thread(journal, thread_id, running or (lambda run_id: True), bound)
         new = thread.terminal is None
         # In a worker thread: a long Thread's history is validated (a new Thread's) or its last state rebuilt
         # (to_a13n of the terminal item, whose HarnessState holds the whole history), and neither may stall
