@@ -73,9 +73,9 @@ from ..core.errors import (
     SequenceOrderError,
 )
 from ..core.history import HistoryCursor, StreamCursor, advance, advance_stream
-from ..core.notices import delegation_notice
+from ..core.membership import announcement, named_child
 from ..core.reduce import advance as project
-from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
+from ..core.source import HarnessRunResultEvent, HarnessStreamEvent
 from ..core.state import INITIAL_STATE, ProjectionState
 from .codec import DecodeError, Migration, from_json, parse_json_line
 
@@ -469,19 +469,14 @@ def _ended(lines: Iterator[tuple[int, int, bytes | str]]) -> Iterator[tuple[int,
 def _names_passed(item: HarnessStreamEvent, passed: dict[str, tuple[int, int]]) -> str | None:
     # The Run passed over that ``item``, a delegation notice of a Run of the chosen stream, names as
     # its child, if any.
-    if not passed or not isinstance(item, HarnessEvent):
-        return None
-    notice = delegation_notice(item.event)
-    if notice is None or notice.child_run_id not in passed or notice.child_run_id == item.run_id:
-        return None
-    return notice.child_run_id
+    child = named_child(item) if passed else None
+    return child if child in passed else None
 
 
 def _links(item: HarnessStreamEvent, members: set[str | None]) -> bool:
     # Whether ``item`` is a Run's announcement naming a parent in ``members``.
-    notice = delegation_notice(item.event) if isinstance(item, HarnessEvent) else None
-    return (notice is not None and notice.action == "started" and notice.child_run_id == item.run_id
-            and notice.parent_run_id in members)
+    notice = announcement(item)
+    return notice is not None and notice.parent_run_id in members
 
 
 # -- the lenient reader -----------------------------------------------------------------
@@ -687,9 +682,9 @@ class _RunCheck:
         self.items += 1
         if self.thread_id is None:
             self.thread_id = item.thread_id
-        if self.parent_run_id is None and isinstance(item, HarnessEvent):
-            notice = delegation_notice(item.event)
-            if notice is not None and notice.action == "started" and notice.child_run_id == self.run_id:
+        if self.parent_run_id is None:
+            notice = announcement(item)
+            if notice is not None:
                 self.parent_run_id, self.subagent = notice.parent_run_id, notice.subagent
         seq = item.sequence
         new = self.seen.add(seq)
