@@ -10,7 +10,7 @@ import attrs
 import pytest
 
 from harness_agui import HarnessAguiObserver, HarnessStreamEvent
-from harness_agui.core.errors import ForeignRunError
+from harness_agui.core.errors import FinishedSubagentError, ForeignRunError, UnknownSubagentError
 from harness_agui.core.history import StreamCursor, advance_stream
 from harness_agui.core.membership import announcement, child_transition, delegation_end, named_child
 from harness_agui.core.notices import is_run_started
@@ -27,13 +27,18 @@ def real(name: str) -> list[HarnessStreamEvent]:
     return [decode(line, line=n) for n, line in enumerate((FIXTURES / f"{name}.jsonl").read_text().splitlines(), 1)]
 
 
-def child_items() -> tuple[list[HarnessStreamEvent], RunWriter]:
+def writers() -> tuple[RunWriter, RunWriter]:
     root = RunWriter("thread-root", "run-root").run_started().request().user("go")
     root.tool_call(0, "delegate", "call-d", ['{"task": "x"}']).model_request_completed()
     child = RunWriter("thread-child", "run-child").run_started()
     child.delegation("started", child_run_id="run-child", subagent="researcher", parent_run_id="run-root",
                      parent_tool_call_id="call-d", status="running")
-    return root.items, child
+    return root, child
+
+
+def child_items() -> tuple[list[HarnessStreamEvent], RunWriter]:
+    root, child = writers()
+    return list(root.items), child
 
 
 def opening_item() -> HarnessStreamEvent:
@@ -130,3 +135,51 @@ def test_a_new_run_whose_item_at_zero_is_not_run_started_is_refused_by_the_proje
     assert after.cursor_of("run-child") is not None and after.next_position == cursor.next_position + 1
     with pytest.raises(ForeignRunError):  # a first item anywhere else is no child Run to any reader
         advance_stream(cursor, plain_item(1))
+
+
+# The reducer against the table: a child brought to each status, then one item of each input at the child's
+# next sequence; what the observer does must be what the table says.
+_FAULTS = {"foreign": ForeignRunError, "unannounced": UnknownSubagentError, "finished": FinishedSubagentError}
+
+
+def _child_at(status: str | None) -> tuple[list[HarnessStreamEvent], RunWriter]:
+    root, child = child_items()
+    if status is None:
+        return root, RunWriter("thread-child", "run-child")
+    if status == "pending":
+        return root + child.items[:1], RunWriter("thread-child", "run-child").run_started()
+    if status == "completed":
+        root_writer, _ = writers()
+        ended = root_writer.delegation("completed", child_run_id="run-child", subagent="researcher",
+                                       parent_run_id="run-root", parent_tool_call_id="call-d", status="completed")
+        return root + child.items + ended.items[len(root):], child
+    return root + child.items, child
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("status", [None, "pending", "running", "completed"])
+@pytest.mark.parametrize("kind", ["opening", "announcement", "item"])
+def test_the_projection_does_to_a_childs_item_what_the_table_says(order, status, kind):
+    prefix, writer = _child_at(status)
+    if kind == "opening":
+        writer.run_started()
+    elif kind == "announcement":
+        writer.delegation("started", child_run_id="run-child", subagent="researcher", parent_run_id="run-root",
+                          parent_tool_call_id="call-d", status="running")
+    else:
+        writer.observation("progress", {"step": 1})
+    item = writer.items[-1]
+    observer = HarnessAguiObserver(order=order)
+    for earlier in prefix:
+        observer.observe(earlier)
+    outcome = child_transition(order, status, item)
+    if outcome in _FAULTS:
+        before = observer.state
+        with pytest.raises(_FAULTS[outcome]):
+            observer.observe(item)
+        assert observer.state is before
+        return
+    events = observer.observe(item)
+    subagent = observer.state.subagents["run-child"]
+    assert subagent.status == outcome  # unchecked, a finished child that sends again starts afresh
+    assert (events == ()) == (outcome == "pending")  # a pending child's items wait for its announcement

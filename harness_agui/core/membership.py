@@ -99,6 +99,10 @@ for _order in ("strict", "tap", "unchecked"):
         _TABLE[(_order, _RUNNING, _input)] = "running"  # a second announcement is an ordinary item
         # Unchecked, a child that finished and sends again starts afresh.
         _TABLE[(_order, _FINISHED, _input)] = _TABLE[(_order, _NEW, _input)] if _order == "unchecked" else "finished"
+# The rows whose outcome does not depend on the item (a running child's items, the most common): read from
+# the table, so that most items need not be classified.
+_UNIFORM = {(o, st): outcome for (o, st, i), outcome in _TABLE.items()
+            if all(_TABLE[(o, st, other)] == outcome for other in ("opening", "announcement", "item"))}
 
 
 def announcement(item: HarnessStreamEvent) -> DelegationNotice | None:
@@ -136,9 +140,10 @@ def child_transition(order: str, status: str | None, item: HarnessStreamEvent) -
     """The outcome of ``item``, an item of a child Run whose status is ``status`` (None: new to the stream;
     completed, failed and cut off are "finished"), under the ``order`` policy. See ``ChildOutcome``.
     Raises KeyError for an unknown policy or status, and nothing else."""
-    if status is not None and status not in (_PENDING, _RUNNING):
+    if status is not None and status != _RUNNING and status != _PENDING:
         status = _FINISHED
-    return _TABLE[(order, status, _input_of(item, order))]
+    outcome = _UNIFORM.get((order, status))
+    return outcome if outcome is not None else _TABLE[(order, status, _input_of(item, order))]
 
 
 def _input_of(item: HarnessStreamEvent, order: str) -> ChildInput:
