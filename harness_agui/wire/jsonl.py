@@ -21,9 +21,9 @@
 #   sequence, an item after the root's terminal result: the HistoryError
 #   that the check raised, located at the file and line). In a file that
 #   holds several root Runs, a chosen root's stream is told apart by its
-#   links: a child Run belongs to the stream once its announcement (its
-#   ``inline_delegation`` "started" notice, at its sequence 1) names a parent
-#   Run of the stream. From a new Run's first item until its second, the
+#   links: a child Run belongs to the stream once its announcement
+#   (``core.membership.announcement``, at its sequence 1) names a parent Run
+#   of the stream. From a new Run's first item until its second, the
 #   reader holds the items back (at most ``_MAX_HELD``; a real child announces
 #   itself within a few items), then yields them in the file's order, that
 #   first item included if the Run was linked, so a position in the chosen
