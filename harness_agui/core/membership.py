@@ -99,6 +99,7 @@ for _order in ("strict", "tap", "unchecked"):
         _TABLE[(_order, _RUNNING, _input)] = "running"  # a second announcement is an ordinary item
         # Unchecked, a child that finished and sends again starts afresh.
         _TABLE[(_order, _FINISHED, _input)] = _TABLE[(_order, _NEW, _input)] if _order == "unchecked" else "finished"
+del _order, _input
 # The rows whose outcome does not depend on the item (a running child's items, the most common): read from
 # the table, so that most items need not be classified.
 _UNIFORM = {(o, st): outcome for (o, st, i), outcome in _TABLE.items()
@@ -139,7 +140,7 @@ def named_child(item: HarnessStreamEvent) -> str | None:
 def child_transition(order: str, status: str | None, item: HarnessStreamEvent) -> ChildOutcome:
     """The outcome of ``item``, an item of a child Run whose status is ``status`` (None: new to the stream;
     completed, failed and cut off are "finished"), under the ``order`` policy. See ``ChildOutcome``.
-    Raises KeyError for an unknown policy or status, and nothing else."""
+    Raises KeyError for an unknown policy, and nothing else."""
     if status is not None and status != _RUNNING and status != _PENDING:
         status = _FINISHED
     outcome = _UNIFORM.get((order, status))
