@@ -206,9 +206,10 @@ def advance_by(order: str, cursor: HistoryCursor, item: HarnessStreamEvent) -> H
 # checks such a stream the way a HistoryCursor checks one Run: the root with
 # its own cursor, every other run id with a cursor of its own that starts at
 # 0, every item through ``advance``; nothing of the stream may follow the
-# root's terminal result. Which child Runs a stream may carry (announced,
-# not yet finished) is the reducer's business: a store only keeps each Run's
-# order and the stream's.
+# root's terminal result. Which child Runs a stream may carry (opened by
+# run_started, announced, not yet finished) is ``core.membership``'s table,
+# which the reducer applies: a store only keeps each Run's order and the
+# stream's.
 
 
 @attrs.frozen(repr=False)

@@ -16,8 +16,10 @@
 #   1. the Run's order: ``history.advance`` on that Run's own cursor (the one
 #      policy every reader shares), and for a child the delegation lifecycle
 #      (below), which may refuse the item first;
-#   2. the delegation lifecycle, as one table (``_child_step``,
-#      ``_delegation_end``, ``_terminal_step``):
+#   2. the delegation lifecycle, whose table of a child's own items lives
+#      in ``core.membership`` (``child_transition``, with the one test of
+#      the announcement), applied by ``_child_step``, ``_delegation_end`` and
+#      ``_terminal_step``:
 #        - a child's first item (its lifecycle run_started, sequence 0) is
 #          converted and its events held until its announcement;
 #        - its second item must be the announcement (a delegation
@@ -130,9 +132,9 @@ from .history import HistoryCursor, advance_in_stream, is_root_item
 from .history import advance as advance_history
 from .idmap import IdMap
 from .jsonform import content_to_json, deferred_call_to_json, payload_to_json
+from .membership import announcement, child_transition, delegation_end
 from .notices import (
     DelegationNotice,
-    delegation_notice,
     is_client_tool_call,
     is_run_started,
     model_request_ended,
@@ -317,26 +319,24 @@ def _child_step(state: ProjectionState, item: HarnessStreamEvent,
     order, vocab = options.order, options.rules
     root_id, run_id = state.run_id, item.run_id
     sub = state.subagents.get(run_id)
-    if sub is None or (sub.finished and order == "unchecked"):
-        if (order == "strict" and (item.sequence != 0 or not is_run_started(item))) or (
-                order == "tap" and not (is_run_started(item) or _announcement(item, run_id) is not None)):
-            # Nothing says this is a subagent Run: as for any reader of one Run's history, a foreign Run.
-            raise _foreign(state, item, f"an item of run {run_id!r} in the stream of run {root_id!r} (a subagent "
-                                        f"run starts with its lifecycle run_started at sequence 0)")
+    outcome = child_transition(order, None if sub is None else sub.status, item)  # the lifecycle's one table
+    if outcome == "foreign":  # nothing says this is a subagent Run: as for any reader of one Run's history
+        raise _foreign(state, item, f"an item of run {run_id!r} in the stream of run {root_id!r} (a subagent "
+                                    f"run starts with its lifecycle run_started at sequence 0)")
+    if outcome == "finished" and sub is not None:
+        raise FinishedSubagentError(
+            f"an item of subagent run {run_id!r}, which already {_ended(sub)} in the stream of run {root_id!r}",
+            run_id=run_id, sequence=item.sequence, subagent_run_id=run_id, root_run_id=root_id)
+    if sub is None or sub.finished:  # a new child (unchecked, one that finished and sends again starts afresh)
         if state.finished and order != "unchecked":
             raise _unknown(state, item, f"subagent run {run_id!r} starts after the terminal result of run "
                                         f"{root_id!r}")
-        # Unchecked, a child that finished and sends again starts afresh.
         sub = SubagentState(run_id, INITIAL_RUN)
         if not vocab.holds_children:  # nothing waits for the announcement: ordered as they appear
             sub = with_fields(sub, order=state.announced)
             state = state._replace(announced=state.announced + 1)
         if state.subagents is EMPTY_MAP and vocab.renames_ids:
             state = _delegating(state)
-    elif sub.finished:
-        raise FinishedSubagentError(
-            f"an item of subagent run {run_id!r}, which already {_ended(sub)} in the stream of run {root_id!r}",
-            run_id=run_id, sequence=item.sequence, subagent_run_id=run_id, root_run_id=root_id)
     history = advance_in_stream(state.root.history, sub.run.history if sub.run.history.started else None, item,
                                 order=order)
     age = item.occurred_at - _EPOCH
@@ -353,13 +353,13 @@ def _child_step(state: ProjectionState, item: HarnessStreamEvent,
         state = state._replace(subagents=state.subagents.set(run_id, with_fields(sub, run=run)))
         return _emit(state, item, processor, [(True, closing)])
     pieces: list[tuple[bool, list[Record]]] = []
-    notice = _announcement(item, run_id) if sub.status == "pending" else None
+    notice = announcement(item) if outcome == "running" and sub.status == "pending" else None
     if notice is not None:
         state, sub, started = _announce(state, sub, item, notice, ts)
         pieces += [(True, started), (False, list(sub.pending))]
         sub = with_fields(sub, pending=())
     elif sub.status == "pending" and vocab.holds_children:
-        if order == "strict" and sub.run.history.started:
+        if outcome == "unannounced":
             raise _unknown(state, item, f"an item of run {run_id!r}, which the stream of run {root_id!r} never "
                                         f"announced as a subagent run (its sequence 1 must be its inline_delegation "
                                         f"started notice)")
@@ -380,14 +380,6 @@ def _child_step(state: ProjectionState, item: HarnessStreamEvent,
         return state._replace(subagents=state.subagents.set(run_id, with_fields(sub, pending=tuple(held)))), []
     pieces.append((True, own))
     return _emit(state._replace(subagents=state.subagents.set(run_id, sub)), item, processor, pieces)
-
-
-def _announcement(item: HarnessStreamEvent, run_id: str) -> DelegationNotice | None:
-    """The notice of ``item`` if it announces child Run ``run_id`` (its inline_delegation "started" notice)."""
-    if type(item) is not HarnessEvent:
-        return None
-    notice = delegation_notice(item.event)
-    return notice if notice is not None and notice.action == "started" and notice.child_run_id == run_id else None
 
 
 def _announce(state: ProjectionState, sub: SubagentState, item: HarnessEvent, notice: DelegationNotice,
@@ -427,12 +419,13 @@ def _announce(state: ProjectionState, sub: SubagentState, item: HarnessEvent, no
 def _delegation_end(state: ProjectionState, item: HarnessEvent, ts: int) -> tuple[ProjectionState, list[Record]]:
     """If ``item`` ends a delegation of its Run, close that child: the records
     to emit before the item's own."""
-    notice = delegation_notice(item.event)
-    if notice is None or notice.action not in ("completed", "failed") or notice.child_run_id is None:
+    notice = delegation_end(item)
+    if notice is None:
         return state, []
     options = state.options
     vocab, checked = options.rules, options.order != "unchecked"
     child_id = notice.child_run_id
+    assert child_id is not None  # delegation_end names the child
     child = state.subagents.get(child_id)
     if child is None or (child.status == "pending" and vocab.holds_children):
         return state, []  # a dispatch that failed before the child ran: only the item's own CUSTOM event

@@ -86,7 +86,7 @@ from pyrsistent import pmap
 
 from ..core.errors import AfterTerminalError, ForeignRunError, SequenceGapError, SequenceOrderError
 from ..core.history import HistoryCursor, StreamCursor, advance_stream
-from ..core.notices import delegation_notice
+from ..core.membership import announcement
 from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
 from ..wire.codec import DecodeError, Migration, decode, encode, from_json
 from ._shared_history import HEAD_CHARS, MARK, HistoryHead, _SharedHistoryError, expand, read_head, stored_form
@@ -163,16 +163,14 @@ _PAGE = 256
 
 def announced_parent(item: HarnessStreamEvent) -> str | None:
     """The Run that ``item`` says its own Run is a subagent of, when ``item`` is that Run's announcement
-    (an ``inline_delegation`` ``started`` notice of the child itself, at its sequence 1); else None.
+    (``core.membership.announcement``) at its sequence 1; else None.
 
     A subagent's first item (its ``run_started``, sequence 0) says nothing of its parent: appended without
     ``root_run_id`` it starts a stream of its own. Its announcement does say, and the journals (both
     backends) then move that first item into the stream the parent is in, so that a Host that appends a
     delegating Run's items without ``root_run_id`` still keeps one stream. Shared by both backends."""
-    if type(item) is not HarnessEvent or item.sequence != 1:
-        return None
-    notice = delegation_notice(item.event)
-    if notice is None or notice.action != "started" or notice.child_run_id != item.run_id:
+    notice = announcement(item) if item.sequence == 1 else None
+    if notice is None:
         return None
     parent = notice.parent_run_id
     return parent if parent is not None and parent != item.run_id else None

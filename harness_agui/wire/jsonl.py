@@ -21,9 +21,9 @@
 #   sequence, an item after the root's terminal result: the HistoryError
 #   that the check raised, located at the file and line). In a file that
 #   holds several root Runs, a chosen root's stream is told apart by its
-#   links: a child Run belongs to the stream once its announcement (its
-#   ``inline_delegation`` "started" notice, at its sequence 1) names a parent
-#   Run of the stream. From a new Run's first item until its second, the
+#   links: a child Run belongs to the stream once its announcement
+#   (``core.membership.announcement``, at its sequence 1) names a parent Run
+#   of the stream. From a new Run's first item until its second, the
 #   reader holds the items back (at most ``_MAX_HELD``; a real child announces
 #   itself within a few items), then yields them in the file's order, that
 #   first item included if the Run was linked, so a position in the chosen
@@ -73,9 +73,9 @@ from ..core.errors import (
     SequenceOrderError,
 )
 from ..core.history import HistoryCursor, StreamCursor, advance, advance_stream
-from ..core.notices import delegation_notice
+from ..core.membership import announcement, named_child
 from ..core.reduce import advance as project
-from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
+from ..core.source import HarnessRunResultEvent, HarnessStreamEvent
 from ..core.state import INITIAL_STATE, ProjectionState
 from .codec import DecodeError, Migration, from_json, parse_json_line
 
@@ -469,19 +469,14 @@ def _ended(lines: Iterator[tuple[int, int, bytes | str]]) -> Iterator[tuple[int,
 def _names_passed(item: HarnessStreamEvent, passed: dict[str, tuple[int, int]]) -> str | None:
     # The Run passed over that ``item``, a delegation notice of a Run of the chosen stream, names as
     # its child, if any.
-    if not passed or not isinstance(item, HarnessEvent):
-        return None
-    notice = delegation_notice(item.event)
-    if notice is None or notice.child_run_id not in passed or notice.child_run_id == item.run_id:
-        return None
-    return notice.child_run_id
+    child = named_child(item) if passed else None
+    return child if child in passed else None
 
 
 def _links(item: HarnessStreamEvent, members: set[str | None]) -> bool:
     # Whether ``item`` is a Run's announcement naming a parent in ``members``.
-    notice = delegation_notice(item.event) if isinstance(item, HarnessEvent) else None
-    return (notice is not None and notice.action == "started" and notice.child_run_id == item.run_id
-            and notice.parent_run_id in members)
+    notice = announcement(item)
+    return notice is not None and notice.parent_run_id in members
 
 
 # -- the lenient reader -----------------------------------------------------------------
@@ -687,9 +682,9 @@ class _RunCheck:
         self.items += 1
         if self.thread_id is None:
             self.thread_id = item.thread_id
-        if self.parent_run_id is None and isinstance(item, HarnessEvent):
-            notice = delegation_notice(item.event)
-            if notice is not None and notice.action == "started" and notice.child_run_id == self.run_id:
+        if self.parent_run_id is None:
+            notice = announcement(item)
+            if notice is not None:
                 self.parent_run_id, self.subagent = notice.parent_run_id, notice.subagent
         seq = item.sequence
         new = self.seen.add(seq)
