@@ -76,6 +76,11 @@ def _seconds(_: object, attribute: attrs.Attribute[float], value: float) -> None
         raise ValueError(f"{attribute.name} must be a number of seconds >= 0, not {value!r}")
 
 
+def _seconds_or_none(owner: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None:
+        _seconds(owner, attribute, value)
+
+
 @attrs.frozen
 class GroupCommit:
     """How the writer groups writes into transactions.
@@ -97,7 +102,7 @@ class GroupCommit:
 
     max_items: int = attrs.field(default=512, validator=_positive_int)
     max_delay: float = attrs.field(default=0.002, validator=_seconds)
-    switch_interval: float | None = attrs.field(default=0.00005, validator=attrs.validators.optional(_seconds))
+    switch_interval: float | None = attrs.field(default=0.00005, validator=_seconds_or_none)
     switch_runs: int = attrs.field(default=2, validator=_positive_int)
 
 
