@@ -813,14 +813,13 @@ class A13nRunner:
         if not run_input.thread_id.strip() or not run_input.run_id.strip():
             raise RunInputError("invalid_request", "threadId and runId must not be blank")
         bound = None if request is None else getattr(request, "thread_runs", None)
+        made = bound is not None and not request.source_thread_id
         if bound is None:  # a caller that keeps no bindings: the Thread's id is a function of the client's
             thread_id = source_thread_id(run_input.thread_id)
         else:  # the server's: the Harness Thread the client's was bound to, or a new one nobody can guess
-            thread_id = request.source_thread_id or f"thread-{uuid.uuid4().hex}"
-        if bound is not None and request.source_thread_id is None:  # made just now: the journal has nothing of it
-            thread = _Thread(thread_id, (), None, None, None)
-        else:
-            thread = await _read_thread(journal, thread_id, running or (lambda run_id: True), bound)
+            thread_id = f"thread-{uuid.uuid4().hex}" if made else request.source_thread_id
+        thread = (_Thread(thread_id, (), None, None, None) if made  # made just now: nothing of it is journaled
+                  else await _read_thread(journal, thread_id, running or (lambda run_id: True), bound))
         new = thread.terminal is None
         # In a worker thread: a long Thread's history is validated (a new Thread's) or its last state rebuilt
         # (to_a13n of the terminal item, whose HarnessState holds the whole history), and neither may stall
