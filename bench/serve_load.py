@@ -17,7 +17,10 @@
 # stamped deltas at the same pace. ``a13n-bare`` is that agent with no server
 # and no storage: a child process drives N ``agent.stream()`` Runs at once and
 # measures its own CPU per item (a13n-harness's own cost, which this library
-# does not control). The a13n configurations run under a Python 3.13
+# does not control). ``pydantic-agui`` is pydantic-ai's own AG-UI server
+# (``AGUIAdapter``, bench/agent/adapter_app.py) on a plain pydantic-ai agent
+# with the same model: the stock alternative, which keeps nothing. The a13n
+# configurations and ``pydantic-agui`` run under a Python 3.13
 # interpreter that has a13n-harness (``--a13n-python``, else this one, else
 # .venv-a13n of the checkout); the others under this one. Every child gets
 # this tree first on PYTHONPATH, so the figures are of the code beside this
@@ -57,7 +60,7 @@
 #   .venv/bin/python -m bench.serve_load --only sqlite-full --runs 200
 #   .venv/bin/python -m bench.serve_load --only sqlite-full,a13n-full,a13n-bare --runs 50,100 --pace 0.002 \
 #       --repeats 3 --a13n-python .venv-a13n/bin/python
-#   .venv/bin/python -m bench.serve_load --ttfe --only sqlite-full,a13n-full,a13n-bare --pace 0.002
+#   .venv/bin/python -m bench.serve_load --ttfe --only sqlite-full,a13n-full,a13n-bare,pydantic-agui --pace 0.002
 
 from __future__ import annotations
 
@@ -86,9 +89,9 @@ RESULTS = ROOT / "bench" / "results"
 AGENT_DIR = ROOT / "bench" / "agent"  # bench_agent.py: ``harness-agui serve bench_agent:agent`` from here
 DELTAS = 75  # with the input, the request and the result: about 80 events a Run
 _TICK = os.sysconf("SC_CLK_TCK")
-SERVED = ("null", "sqlite-normal", "sqlite-full", "postgres-2", "a13n-normal", "a13n-full")
+SERVED = ("null", "sqlite-normal", "sqlite-full", "postgres-2", "a13n-normal", "a13n-full", "pydantic-agui")
 CONFIGS = (*SERVED, "a13n-bare")
-A13N = ("a13n-normal", "a13n-full", "a13n-bare")
+A13N = ("a13n-normal", "a13n-full", "a13n-bare", "pydantic-agui")  # run under the a13n interpreter
 
 
 # -- the server side ---------------------------------------------------------------------------
@@ -338,6 +341,15 @@ class Server:
                    cwd=AGENT_DIR, python=args.a13n_python,
                    env=child_env(HARNESS_AGUI_BENCH_PACE=str(args.pace), HARNESS_AGUI_BENCH_DELTAS=str(args.deltas)))
 
+    @classmethod
+    def adapter(cls, args: argparse.Namespace) -> Server:
+        """pydantic-ai's own AG-UI server (bench/agent/adapter_app.py) on the same model, under uvicorn with
+        its defaults, as its users start it, under the a13n interpreter (which has pydantic-ai)."""
+        return cls(lambda port: [args.a13n_python, "-m", "uvicorn", "adapter_app:app", "--port", str(port),
+                                 "--log-level", "warning", "--no-access-log"],
+                   cwd=AGENT_DIR, python=args.a13n_python,
+                   env=child_env(HARNESS_AGUI_BENCH_PACE=str(args.pace), HARNESS_AGUI_BENCH_DELTAS=str(args.deltas)))
+
     def cpu(self) -> float:
         return process_cpu(self.process.pid)
 
@@ -355,7 +367,7 @@ def a13n_python(given: str | None) -> str | None:
     """A Python with a13n-harness and uvicorn: ``given``, else this one, else .venv-a13n of this checkout (or
     of the main worktree of its repository); None when none has them."""
     if given:
-        return given
+        return str(Path(given).absolute())  # children start in other folders (bench/agent/)
     candidates = [sys.executable, str(ROOT / ".venv-a13n" / "bin" / "python")]
     try:
         common = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-common-dir"], cwd=ROOT,
@@ -606,6 +618,14 @@ def run_a13n(synchronous: str, runs: int, args: argparse.Namespace) -> dict[str,
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def run_adapter(runs: int, args: argparse.Namespace) -> dict[str, Any]:
+    server = Server.adapter(args)
+    try:
+        return measure("pydantic-agui", [server], runs, args)
+    finally:
+        server.stop()
+
+
 def run_bare(runs: int, args: argparse.Namespace) -> dict[str, Any]:
     done = subprocess.run([args.a13n_python, "-m", "bench.serve_load", "bare", "--runs", str(runs),
                            "--pace", str(args.pace), "--deltas", str(args.deltas), "--warmup", str(args.warmup),
@@ -655,6 +675,8 @@ def run_config(config: str, runs: int, args: argparse.Namespace) -> dict[str, An
             return run_a13n(config.split("-")[1].upper(), runs, args)
         case "a13n-bare":
             return run_bare(runs, args)
+        case "pydantic-agui":
+            return run_adapter(runs, args)
         case _:
             raise SystemExit(f"unknown configuration {config!r}")
 
@@ -730,7 +752,10 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace, started: str
         "\"minus a13n-bare\" is a served a13n row's CPU per event minus the bare agent's CPU per Run spread over "
         "the events the served Run delivers (the a13n-harness share, which this library does not control). "
         "\"main thread\" is the part of the CPU per event spent in the process's main thread (the event loop's); "
-        "the rest is its other threads' (the journal writer, `asyncio.to_thread` workers)."
+        "the rest is its other threads' (the journal writer, `asyncio.to_thread` workers). `pydantic-agui` is "
+        "pydantic-ai's own AG-UI server (`AGUIAdapter`, bench/agent/adapter_app.py under uvicorn) on a plain "
+        "pydantic-ai agent with the same model: no a13n-harness, and nothing kept (no journal, no delivery log, "
+        "no recovery)."
         + (f" `harness-agui serve bench_agent:agent` answered its first /health in "
            f"{', '.join(f'{t:.2f}' for t in ready)} s after its launch." if ready else ""),
         "",
@@ -803,6 +828,8 @@ def first_events(config: str, args: argparse.Namespace, warm: int) -> dict[str, 
                 server = Server.bench(db, config.split("-")[1].upper(), args)
             case "a13n-normal" | "a13n-full":
                 server = Server.agent(db, config.split("-")[1].upper(), args)
+            case "pydantic-agui":
+                server = Server.adapter(args)
             case _:
                 raise SystemExit(f"--ttfe does not take {config!r}")
         try:
