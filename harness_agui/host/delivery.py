@@ -104,6 +104,7 @@ from ..core.history import HistoryCursor, StreamCursor, advance_stream
 from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
 from ..wire.agui import agui_to_json, sse_frame
 from ._sqlite import FLAG, INTEGER, TEXT, Column, Database, Table, checksum, poll_interval_seconds, rewrite_table
+from ._store import Store
 from .checks import Cursor
 from .errors import ForeignEventIdError, ProjectorConflictError, UnknownEventIdError
 
@@ -338,7 +339,7 @@ class _Head:
         return StreamCursor(root, children, self.cursor + 1, opened=True)
 
 
-class SqliteDeliveryLog:
+class SqliteDeliveryLog(Store):
     """Durable AG-UI event ids per Run, and replay after a ``Last-Event-ID``.
 
     ``path`` is the database file (created if missing, WAL mode; it may be
@@ -361,16 +362,6 @@ class SqliteDeliveryLog:
         self._poll_interval = poll_interval_seconds(poll_interval)
         self._db = Database(path, synchronous=synchronous, timeout=timeout, tables=(RUNS, CHILDREN, EVENTS),
                             read_only=read_only)
-
-    @property
-    def path(self) -> str:
-        """The database file."""
-        return self._db.path
-
-    @property
-    def read_only(self) -> bool:
-        """Whether the log was opened with ``read_only=True``."""
-        return self._db.read_only
 
     # -- writing -----------------------------------------------------------------
 
@@ -560,20 +551,6 @@ class SqliteDeliveryLog:
         """
         deliveries = self.follow(run_id, after=last_event_id, poll_interval=poll_interval)
         return sse_frames(deliveries)
-
-    def close(self) -> None:
-        """Close every connection; later calls raise ValueError. Closing twice is harmless."""
-        self._db.close()
-
-    def __enter__(self) -> SqliteDeliveryLog:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        state = " closed" if self._db.closed else " read-only" if self._db.read_only else ""
-        return f"<SqliteDeliveryLog {self._db.path!r}{state}>"
 
     # -- internals -----------------------------------------------------------------
 

@@ -91,6 +91,7 @@ from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEven
 from ..wire.codec import DecodeError, Migration, decode, encode, from_json
 from ._shared_history import HEAD_CHARS, MARK, HistoryHead, _SharedHistoryError, expand, read_head, stored_form
 from ._sqlite import FLAG, INTEGER, TEXT, Column, Database, Table, poll_interval_seconds, rewrite_table
+from ._store import Store
 from .checks import Cursor, _check_args, check_prefix, check_tail
 from .errors import DamagedStoreError, JournalConflictError, ProjectorConflictError
 
@@ -208,7 +209,7 @@ def root_head(head: Any, run_id: str) -> Any:
                          "are read through that stream")
     return head
 
-class SqliteSourceJournal:
+class SqliteSourceJournal(Store):
     """A durable, append-only journal of Harness source items in one SQLite file.
 
     ``path`` is the database file (created if missing, put in WAL mode; it may
@@ -251,16 +252,6 @@ class SqliteSourceJournal:
         self._first = first_sequence
         self._db = Database(path, synchronous=synchronous, timeout=timeout, tables=(ITEMS, HEADS),
                             read_only=read_only)
-
-    @property
-    def path(self) -> str:
-        """The database file."""
-        return self._db.path
-
-    @property
-    def read_only(self) -> bool:
-        """Whether the journal was opened with ``read_only=True``."""
-        return self._db.read_only
 
     @property
     def synchronous(self) -> str:
@@ -479,20 +470,6 @@ class SqliteSourceJournal:
         interval = self._poll_interval if poll_interval is None else poll_interval_seconds(poll_interval)
         _check_args(run_id, after, self._first)  # now: a bad cursor must not be waited for
         return self._checked_tail(run_id, after, interval)
-
-    def close(self) -> None:
-        """Close every connection; later calls raise ValueError. Closing twice is harmless."""
-        self._db.close()
-
-    def __enter__(self) -> SqliteSourceJournal:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        state = " closed" if self._db.closed else " read-only" if self._db.read_only else ""
-        return f"<SqliteSourceJournal {self._db.path!r}{state}>"
 
     # -- internals -----------------------------------------------------------------
 

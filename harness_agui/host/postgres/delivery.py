@@ -42,6 +42,7 @@ from ...core.encode import EncodedEvent
 from ...core.errors import ForeignRunError
 from ...core.history import HistoryCursor, StreamCursor, advance_stream
 from ...core.source import HarnessRunResultEvent, HarnessStreamEvent
+from .._store import Store
 from ..checks import Cursor
 from ..delivery import (
     Delivery,
@@ -97,7 +98,7 @@ class _Head:
     last_sequence: int
 
 
-class PostgresDeliveryLog:
+class PostgresDeliveryLog(Store):
     """Durable AG-UI event ids per Run, and replay after a ``Last-Event-ID``, in PostgreSQL.
 
     The contract of ``SqliteDeliveryLog`` (the same ``Delivery`` values and
@@ -115,19 +116,9 @@ class PostgresDeliveryLog:
                             max_size=pool_size, timeout=timeout, recheck=recheck)
 
     @property
-    def path(self) -> str:
-        """The database's URL, without its password."""
-        return self._db.name
-
-    @property
     def url(self) -> str:
         """The database's URL (with its password, if it has one: do not log it; ``path`` is for that)."""
         return self._db.url
-
-    @property
-    def read_only(self) -> bool:
-        """Whether the log was opened with ``read_only=True``."""
-        return self._db.read_only
 
     def fenced(self, lease: Lease) -> FencedDeliveryLog:
         """This log as the holder of ``lease`` writes it: every ``record`` checks, in its own
@@ -306,20 +297,6 @@ class PostgresDeliveryLog:
         deliveries = self.follow(run_id, after=last_event_id, poll_interval=poll_interval)
         return sse_frames(deliveries)
 
-    def close(self) -> None:
-        """Close every connection; later calls raise ValueError. Closing twice is harmless."""
-        self._db.close()
-
-    def __enter__(self) -> PostgresDeliveryLog:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        state = " closed" if self._db.closed else " read-only" if self._db.read_only else ""
-        return f"<PostgresDeliveryLog {self._db.name!r}{state}>"
-
     # -- internals -----------------------------------------------------------------
 
     def _head(self, conn: Any, run_id: str) -> _Head | None:
@@ -337,12 +314,12 @@ class PostgresDeliveryLog:
         due = after + 1
         for event_id, position, kind, data in rows:
             if event_id != due:
-                raise DamagedStoreError(f"missing (the next event stored is {event_id})", path=self._db.name,
+                raise DamagedStoreError(f"missing (the next event stored is {event_id})", path=self._db.path,
                                         table=EVENTS, row=f"run_id={run_id!r:.80}, event_id={due}")
             out.append(Delivery(run_id, event_id, position, kind, data))
             due += 1
         if to_the_end and due <= last:
-            raise DamagedStoreError(f"missing: the run's last event id is {last}", path=self._db.name, table=EVENTS,
+            raise DamagedStoreError(f"missing: the run's last event id is {last}", path=self._db.path, table=EVENTS,
                                     row=f"run_id={run_id!r:.80}, event_id={due}")
         return out
 

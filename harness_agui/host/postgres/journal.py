@@ -44,6 +44,7 @@ from ...core.errors import AfterTerminalError, ForeignRunError, SequenceOrderErr
 from ...core.history import HistoryCursor, StreamCursor, advance_stream
 from ...core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
 from ...wire.codec import DecodeError, Migration, decode, encode
+from .._store import Store
 from ..checks import Cursor, check_prefix, check_tail
 from ..errors import DamagedStoreError, JournalConflictError
 from ..journal import adopting_root, root_head
@@ -84,7 +85,7 @@ class _Head:
         return HistoryCursor(run_id, self.thread_id, self.last_sequence + 1, self.terminal)
 
 
-class PostgresSourceJournal:
+class PostgresSourceJournal(Store):
     """A durable, append-only journal of Harness source items in a PostgreSQL database.
 
     The contract of ``SqliteSourceJournal``, for several processes on
@@ -118,19 +119,9 @@ class PostgresSourceJournal:
                             max_size=pool_size, timeout=timeout, recheck=recheck)
 
     @property
-    def path(self) -> str:
-        """The database's URL, without its password (named in errors as a SQLite store's file is)."""
-        return self._db.name
-
-    @property
     def url(self) -> str:
         """The database's URL (with its password, if it has one: do not log it; ``path`` is for that)."""
         return self._db.url
-
-    @property
-    def read_only(self) -> bool:
-        """Whether the journal was opened with ``read_only=True``."""
-        return self._db.read_only
 
     # -- writing -----------------------------------------------------------------
 
@@ -274,7 +265,7 @@ class PostgresSourceJournal:
         root = runs.pop(run_id, None)
         if root is None or len(rows) != len(runs) + 1:
             raise DamagedStoreError("the stream's items do not fit together (a Run with two Threads, or no item "
-                                    "of the root)", path=self._db.name, table=ITEMS, row=f"root_run_id={run_id!r:.80}")
+                                    "of the root)", path=self._db.path, table=ITEMS, row=f"root_run_id={run_id!r:.80}")
         return StreamCursor(root, pmap(runs), through + 1, True)
 
     def root_of(self, run_id: str) -> str | None:
@@ -320,20 +311,6 @@ class PostgresSourceJournal:
             raise ValueError(f"poll_interval must be a number of seconds > 0, not {poll_interval!r}")
         return self._tail(run_id, after, self._db.recheck)
 
-    def close(self) -> None:
-        """Close every connection; later calls raise ValueError. Closing twice is harmless."""
-        self._db.close()
-
-    def __enter__(self) -> PostgresSourceJournal:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        state = " closed" if self._db.closed else " read-only" if self._db.read_only else ""
-        return f"<PostgresSourceJournal {self._db.name!r}{state}>"
-
     # -- internals -----------------------------------------------------------------
 
     def _decode(self, line: str, run_id: str, seq: int) -> HarnessStreamEvent:
@@ -371,7 +348,7 @@ class PostgresSourceJournal:
             reached = rows[-1][0] if rows else after
             if reached < end:
                 raise DamagedStoreError(f"missing: the stream's last position is {head.last_position} ({RUNS})",
-                                        path=self._db.name, table=ITEMS,
+                                        path=self._db.path, table=ITEMS,
                                         row=f"root_run_id={run_id!r:.80}, position={reached + 1}")
         return rows
 
