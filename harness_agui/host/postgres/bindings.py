@@ -18,9 +18,7 @@ from typing import Any
 from .._store import Store
 from ..bindings import WireRun, check_binding, conflict, thread_conflict
 from ._pg import Database
-from .delivery import RUNS as DELIVERY_RUNS
-from .journal import RUNS as JOURNAL_RUNS
-from .tables import BINDINGS, BINDINGS_COLUMNS, BINDINGS_SCHEMA
+from .tables import BINDINGS, BINDINGS_COLUMNS, BINDINGS_SCHEMA, DELIVERY_RUNS, JOURNAL_RUNS
 
 __all__ = ["PostgresRunBindings"]
 
