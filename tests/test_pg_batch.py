@@ -1,16 +1,19 @@
 """The PostgreSQL writer's batch (``host.postgres.batch``) on a real server: the rows of a large batch for one
 table go in one statement, in the batch's order; a batch naming one Run twice still applies its writes one
-after the other; a write whose delivery row moved under it fails the whole batch, and nothing of it stays."""
+after the other; a write whose delivery row moved under it fails the whole batch, and nothing of it stays; a
+write of more than a MiB commits, in a batch and through the stores' one-item methods (the same write path)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
 import psycopg
 import pytest
+from ag_ui.core import RunErrorEvent, TextMessageContentEvent
 from pg_server import fresh_url
 
 from harness_agui.host.errors import ProjectorConflictError
@@ -173,3 +176,62 @@ def test_a_new_stream_wakes_the_workers_only_when_its_driver_holds_no_lease(data
         backend.commit(session, [runs.write("run-free")], verify=False)  # not a new stream
         assert list(listener.notifies(timeout=0.5)) == []
     assert journal.runs() == ("run-leased", "run-free")
+
+
+# More than the socket takes at once: psycopg's ``Pipeline.sync()`` left such a statement half sent and waited
+# for its results for ever (``host.postgres.writes``).
+LARGE = 2**20 + 4096
+
+
+def finishes(call: Callable[[], Any], seconds: float = 30.0) -> Any:
+    """``call()``'s result, or a failed test instead of a hang when it takes longer than ``seconds``."""
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as e:
+            outcome.append((False, e))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert outcome, f"still writing after {seconds} s: the write hangs"
+    done, value = outcome[0]
+    if not done:
+        raise value
+    return value
+
+
+def test_a_batch_larger_than_a_mebibyte_commits_instead_of_hanging(database: Any) -> None:
+    url, journal, deliveries, session = database
+    backend, runs = _Backend(url), Runs()
+    line = json.dumps({"text": "x" * 4 * LARGE})
+    one = runs.write("run-large", events=1)
+    one = attrs.evolve(one, items=(attrs.evolve(one.items[0], line=line),),
+                       events=(attrs.evolve(one.events[0], data=json.dumps({"delta": "y" * LARGE})),))
+    many = [attrs.evolve(w, events=tuple(attrs.evolve(e, data=json.dumps({"delta": "z" * (LARGE // 4)}))
+                                         for e in w.events))
+            for w in (runs.write(f"run-{k}", events=3) for k in range(3))]
+    finishes(lambda: backend.commit(session, [one], verify=False))
+    finishes(lambda: backend.commit(session, many, verify=False))
+    finishes(lambda: backend.commit(session, [runs.write("run-large")], verify=True))  # a small one after
+    stored = session.execute(f"SELECT line FROM {ITEMS} WHERE root_run_id = 'run-large' AND position = 0").fetchone()
+    assert stored == (line,)
+    assert [len(d.data) for d in deliveries.replay("run-large")][0] == len(one.events[0].data)
+    assert deliveries.last_event_id("run-large") == 3 and journal.cursor("run-large") == 1
+    assert all(deliveries.last_event_id(f"run-{k}") == 3 for k in range(3))
+
+
+def test_an_item_and_events_larger_than_a_mebibyte_are_appended_and_recorded_one_by_one(database: Any) -> None:
+    url, journal, deliveries, session = database
+    builder = SourceBuilder("thread-large", "run-large").user("x" * LARGE)
+    item = builder.items[0]
+    assert finishes(lambda: journal.append(item)) is True
+    assert finishes(lambda: journal.append(item)) is False  # the same item again: found, not written
+    event = TextMessageContentEvent(message_id="m", delta="y" * LARGE)
+    (delivery,) = finishes(lambda: deliveries.record(item, [event], expected_cursor=None))
+    failure = finishes(lambda: deliveries.fail("run-large", RunErrorEvent(message="z" * LARGE), expected_cursor=0))
+    assert journal.cursor("run-large") == 0 and deliveries.cursor("run-large") == 0
+    assert [d.data for d in deliveries.replay("run-large")] == [delivery.data, failure.data]
+    assert len(delivery.data) > LARGE and deliveries.finished("run-large")

@@ -27,8 +27,14 @@
 # ends it, takes it off), and stops waiting once each of them is in the
 # batch: one Run at a time commits each write at once, many share fsyncs.
 #
-# Nothing in a batch is checked again by rule: the driver's in-memory
-# cursors already said the items are in order. The database itself still
+# Each store has one write path, and a batch is what it writes: the
+# journal's rows go through ``journal.write_items``, the delivery log's
+# through ``delivery.write_records`` (on PostgreSQL both through
+# ``postgres.writes.write_streams``). The stores' one-item methods
+# (``append``, ``record``, ``fail``) check their item against what the
+# database holds, under the write lock, and write it as a batch of one.
+# Nothing in a driver's batch is checked again by rule: the driver's
+# in-memory cursors already said the items are in order. The database still
 # fences every write: the rows' keys are dense positions and event ids, so
 # a second writer on a Run collides on a primary key, and the delivery row
 # is updated only where it holds the cursor and last id the driver expects

@@ -27,6 +27,7 @@ import attrs
 
 from ..core.errors import HarnessAguiError
 from ._sqlite import TEXT, Column, Database, Table
+from ._store import Store
 
 __all__ = ["WireRun", "RunBindings", "SqliteRunBindings", "ThreadBindingError", "check_binding"]
 
@@ -128,7 +129,7 @@ def conflict(binding: WireRun, other: WireRun) -> ValueError:
                       f"{other.wire_run_id!r} already: a runner gave one Harness run id to two requests")
 
 
-class SqliteRunBindings:
+class SqliteRunBindings(Store):
     """The wire <-> source bindings of the Runs of one SQLite file (see the module comment).
 
     ``path`` is the database file (usually the journal's); ``synchronous``, ``timeout`` and
@@ -136,14 +137,11 @@ class SqliteRunBindings:
     and several processes may open the same file. Raises as the journal's constructor does.
     """
 
+    _repr_read_only = False
+
     def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "FULL", timeout: float = 30.0,
                  read_only: bool = False) -> None:
         self._db = Database(path, synchronous=synchronous, timeout=timeout, tables=(BINDINGS,), read_only=read_only)
-
-    @property
-    def path(self) -> str:
-        """The database file."""
-        return self._db.path
 
     def bind(self, binding: WireRun) -> WireRun:
         """Bind ``binding.wire_run_id`` to the Harness's Run, durably, unless it is bound already;
@@ -203,19 +201,6 @@ class SqliteRunBindings:
                     sql += f" AND NOT EXISTS (SELECT 1 FROM {table} x WHERE x.run_id = w.source_run_id)"
             rows = conn.execute(sql + " ORDER BY w.rowid").fetchall()
         return tuple(self._binding(row) for row in rows)
-
-    def close(self) -> None:
-        """Close every connection. Closing twice is harmless."""
-        self._db.close()
-
-    def __enter__(self) -> SqliteRunBindings:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"<SqliteRunBindings {self._db.path!r}{' closed' if self._db.closed else ''}>"
 
     def _one(self, conn: Any, column: str, value: str) -> WireRun | None:
         row = conn.execute(f"SELECT {BINDINGS.select} FROM {BINDINGS.name} WHERE {column} = ?", (value,)).fetchone()

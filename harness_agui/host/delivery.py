@@ -18,6 +18,9 @@
 # or several), and never reused. A UI client that reconnects with the
 # Server-Sent Events ``Last-Event-ID`` header is served every event after that
 # id from the log, then follows new ones until the Run's terminal event.
+# What ``record`` and ``fail`` write is decided by ``recorded`` and ``failed``
+# (the rules of both backends' logs) and written by ``write_records`` as a
+# batch of one: the log's one write path, the group commit's too.
 #
 # Ids on the wire. Inside the log (and as ``Delivery.event_id``) an event's
 # id is that number. What a client sees, the SSE ``id:`` field and so its
@@ -91,7 +94,7 @@ import json
 import os
 import re
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 from ag_ui.core import BaseEvent, EventType, RunErrorEvent
@@ -104,11 +107,10 @@ from ..core.history import HistoryCursor, StreamCursor, advance_stream
 from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
 from ..wire.agui import agui_to_json, sse_frame
 from ._sqlite import FLAG, INTEGER, TEXT, Column, Database, Table, checksum, poll_interval_seconds, rewrite_table
+from ._store import Store
 from .checks import Cursor
 from .errors import ForeignEventIdError, ProjectorConflictError, UnknownEventIdError
-
-if TYPE_CHECKING:
-    from .writes import StreamWrite
+from .writes import Head, Recorded, StreamWrite
 
 __all__ = ["Delivery", "Page", "SqliteDeliveryLog", "parse_last_event_id", "sse_id"]
 
@@ -184,9 +186,6 @@ EVENTS = Table(
     key=("run_id", "event_id"),
     upgrades=((_EVENTS_V1.names, _upgrade_events),),
 )
-RUNS_UPSERT = (f"{RUNS.insert} ON CONFLICT (run_id) DO UPDATE SET source_cursor = excluded.source_cursor, "
-               "last_event_id = excluded.last_event_id, finished = excluded.finished, "
-               "last_sequence = excluded.last_sequence, crc = excluded.crc")
 CHILDREN_UPSERT = (f"{CHILDREN.insert} ON CONFLICT (run_id) DO UPDATE SET last_sequence = excluded.last_sequence, "
                    "terminal = excluded.terminal, crc = excluded.crc")
 
@@ -338,7 +337,7 @@ class _Head:
         return StreamCursor(root, children, self.cursor + 1, opened=True)
 
 
-class SqliteDeliveryLog:
+class SqliteDeliveryLog(Store):
     """Durable AG-UI event ids per Run, and replay after a ``Last-Event-ID``.
 
     ``path`` is the database file (created if missing, WAL mode; it may be
@@ -361,16 +360,6 @@ class SqliteDeliveryLog:
         self._poll_interval = poll_interval_seconds(poll_interval)
         self._db = Database(path, synchronous=synchronous, timeout=timeout, tables=(RUNS, CHILDREN, EVENTS),
                             read_only=read_only)
-
-    @property
-    def path(self) -> str:
-        """The database file."""
-        return self._db.path
-
-    @property
-    def read_only(self) -> bool:
-        """Whether the log was opened with ``read_only=True``."""
-        return self._db.read_only
 
     # -- writing -----------------------------------------------------------------
 
@@ -412,23 +401,9 @@ class SqliteDeliveryLog:
         with self._db.write("record", EVENTS) as conn:
             head = self._head(conn, run_id)
             expect_cursor(run_id, head, expected_cursor, checked)
-            if head is None:
-                last_id, cursor = 0, StreamCursor.of(run_id)
-            else:
-                child = None if item.run_id == run_id else self._child(conn, run_id, item)
-                last_id, cursor = head.last_event_id, head.stream(run_id, child)
-            after = advance_stream(cursor, item)
-            position = after.next_position - 1
-            out = tuple(Delivery(run_id, last_id + i, position, kind, data) for i, (kind, data) in enumerate(rows, 1))
-            conn.executemany(EVENTS.insert, [
-                EVENTS.sealed((d.run_id, d.event_id, position, d.event_type, d.data)) for d in out])
-            root = after.root
-            conn.execute(RUNS_UPSERT, RUNS.sealed((run_id, root.thread_id, position, last_id + len(out),
-                                                   int(after.finished), root.next_sequence - 1)))
-            if item.run_id != run_id:
-                kid = after.children[item.run_id]
-                conn.execute(CHILDREN_UPSERT, CHILDREN.sealed((item.run_id, run_id, kid.thread_id,
-                                                               kid.next_sequence - 1, int(kid.finished))))
+            child = None if head is None or item.run_id == run_id else self._child(conn, run_id, item)
+            write, out = recorded(run_id, head, child, item, rows)
+            write_records(self, conn, [write], verify=False)
         return out
 
     # -- a Run that ends without its terminal item (used by harness_agui.serve) ----------
@@ -462,18 +437,8 @@ class SqliteDeliveryLog:
         """
         data = failure_json(event)
         with self._db.write("fail", EVENTS) as conn:
-            head = self._head(conn, run_id)
-            check_fail(run_id, head, expected_cursor, thread_id)
-            if head is None:
-                assert thread_id is not None  # check_fail saw to it
-                last_id, cursor, thread, last_sequence = 0, -1, thread_id, -1
-            else:
-                last_id, cursor, thread, last_sequence = (head.last_event_id, head.cursor, head.thread_id,
-                                                          head.last_sequence)
-            delivery = Delivery(run_id, last_id + 1, cursor, EventType.RUN_ERROR.value, data)
-            conn.execute(EVENTS.insert, EVENTS.sealed((run_id, delivery.event_id, cursor, delivery.event_type, data)))
-            # finished: the root's stream has ended, so record() refuses whatever follows
-            conn.execute(RUNS_UPSERT, RUNS.sealed((run_id, thread, cursor, delivery.event_id, 1, last_sequence)))
+            write, delivery = failed(run_id, self._head(conn, run_id), data, expected_cursor, thread_id)
+            write_records(self, conn, [write], verify=False)
         return delivery
 
     # -- reading -----------------------------------------------------------------
@@ -561,20 +526,6 @@ class SqliteDeliveryLog:
         deliveries = self.follow(run_id, after=last_event_id, poll_interval=poll_interval)
         return sse_frames(deliveries)
 
-    def close(self) -> None:
-        """Close every connection; later calls raise ValueError. Closing twice is harmless."""
-        self._db.close()
-
-    def __enter__(self) -> SqliteDeliveryLog:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        state = " closed" if self._db.closed else " read-only" if self._db.read_only else ""
-        return f"<SqliteDeliveryLog {self._db.path!r}{state}>"
-
     # -- internals -----------------------------------------------------------------
 
     def _head(self, conn: Any, run_id: str) -> _Head | None:
@@ -603,21 +554,16 @@ class SqliteDeliveryLog:
         return _Head(thread_id, cursor, last, bool(finished), last_sequence)
 
     def _child(self, conn: Any, run_id: str, item: HarnessStreamEvent) -> HistoryCursor | None:
-        # The cursor of the child Run of ``item`` in the stream of ``run_id``, None for a Run the log has
-        # not seen; ForeignRunError for a child Run of another stream.
+        # The stored cursor of the child Run of ``item`` (``child_cursor``), its row checked.
         row = conn.execute(f"SELECT {CHILDREN.select} FROM {CHILDREN.name} WHERE run_id = ?",
                            (item.run_id,)).fetchone()
         if row is None:
             return None
-        child, root, thread_id, last, terminal = CHILDREN.checked(self._db.path, row)
+        child, *stored = CHILDREN.checked(self._db.path, row)
         if child != item.run_id:
             raise CHILDREN.damaged(self._db.path, None, f"the index gave the row of run {child!r:.80}", row[0],
                                    run_id=item.run_id)
-        if root != run_id:
-            raise ForeignRunError(f"an item of run {item.run_id!r}, a child Run in the stream of run {root!r}, "
-                                  f"recorded in the stream of run {run_id!r}", run_id=run_id,
-                                  sequence=item.sequence, found_run_id=item.run_id, found_thread_id=item.thread_id)
-        return HistoryCursor(child, thread_id, last + 1, bool(terminal))
+        return child_cursor(run_id, item, tuple(stored))
 
     def _read_head(self, run_id: str) -> _Head | None:
         with self._db.read(RUNS, f"the delivery row of run {run_id!r}") as conn:
@@ -765,6 +711,63 @@ def check_fail(run_id: str, head: Any, expected_cursor: Any, thread_id: str | No
     elif head.finished:
         raise AfterTerminalError("cannot fail: the run has already finished (its terminal events, or an earlier "
                                  "failure, are recorded)", run_id=run_id, sequence=None)
+
+
+def child_cursor(run_id: str, item: HarnessStreamEvent, row: tuple[Any, ...] | None) -> HistoryCursor | None:
+    """The stored cursor of ``item``'s child Run in the stream of root Run ``run_id``, from its row (its
+    root, Thread, last sequence and whether it ended; None: none recorded); ForeignRunError for a child
+    Run of another stream."""
+    if row is None:
+        return None
+    root, thread_id, last, terminal = row
+    if root != run_id:
+        raise ForeignRunError(f"an item of run {item.run_id!r}, a child Run in the stream of run {root!r}, "
+                              f"recorded in the stream of run {run_id!r}", run_id=run_id, sequence=item.sequence,
+                              found_run_id=item.run_id, found_thread_id=item.thread_id)
+    return HistoryCursor(item.run_id, thread_id, last + 1, bool(terminal))
+
+
+def recorded(run_id: str, head: _Head | None, child: HistoryCursor | None, item: HarnessStreamEvent,
+             rows: Sequence[tuple[str, str]]) -> tuple[StreamWrite, tuple[Delivery, ...]]:
+    """What ``record()`` writes for ``item``'s events (``rows``: ``record_rows``) in the stream of root Run
+    ``run_id`` after its stored ``head`` (None: nothing recorded) and, for a child Run's item, that Run's
+    stored cursor (``child``): the write of one item, and its deliveries. Raises the ``HistoryError`` of
+    ``advance_stream`` when the item is not the stream's next one. Shared by the logs of both backends."""
+    if head is None:
+        last_id, cursor, delivered = 0, StreamCursor.of(run_id), None
+    else:
+        last_id, cursor, delivered = head.last_event_id, head.stream(run_id, child), (head.cursor, head.last_event_id)
+    after = advance_stream(cursor, item)
+    position = after.next_position - 1
+    out = tuple(Delivery(run_id, last_id + i, position, kind, data) for i, (kind, data) in enumerate(rows, 1))
+    kid = after.children.get(item.run_id)
+    children = () if kid is None else (Head(item.run_id, item.thread_id, kid.next_sequence - 1, kid.finished),)
+    root = after.root
+    write = StreamWrite(root_run_id=run_id, thread_id=root.thread_id or item.thread_id, records=True,
+                        delivered=delivered, events=tuple(Recorded(d.event_id, position, d.event_type, d.data)
+                                                          for d in out),
+                        cursor=position, last_event_id=last_id + len(out), finished=after.finished,
+                        root_last_sequence=root.next_sequence - 1, children=children)
+    return write, out
+
+
+def failed(run_id: str, head: _Head | None, data: str, expected_cursor: Any, thread_id: str | None,
+           ) -> tuple[StreamWrite, Delivery]:
+    """What ``fail()`` writes for the RUN_ERROR ``data`` (``failure_json``) of root Run ``run_id``, after
+    ``check_fail``: the one event, after the stored cursor (which stays), and the Run finished (so that
+    ``record()`` refuses whatever follows). Shared by the logs of both backends."""
+    check_fail(run_id, head, expected_cursor, thread_id)
+    if head is None:
+        assert thread_id is not None  # check_fail saw to it
+        delivered, last_id, cursor, thread, last_sequence = None, 0, -1, thread_id, -1
+    else:
+        delivered = (head.cursor, head.last_event_id)
+        last_id, cursor, thread, last_sequence = head.last_event_id, head.cursor, head.thread_id, head.last_sequence
+    delivery = Delivery(run_id, last_id + 1, cursor, EventType.RUN_ERROR.value, data)
+    write = StreamWrite(root_run_id=run_id, thread_id=thread, records=True, delivered=delivered,
+                        events=(Recorded(delivery.event_id, cursor, delivery.event_type, data),), cursor=cursor,
+                        last_event_id=delivery.event_id, finished=True, root_last_sequence=last_sequence)
+    return write, delivery
 
 
 def check_known_id(run_id: str, last: int, after: int, asked: str | int | None) -> int:

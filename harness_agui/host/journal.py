@@ -43,11 +43,14 @@
 # decoded value) and ignored, even after the terminal result; a different
 # item there is a ``JournalConflictError`` (a SequenceOrderError), or the
 # AfterTerminalError the check raised when the stream has ended, as every
-# reader reports it. So the table only ever holds contiguous, consistent
-# Runs, and readers still check what they read (``check_prefix``,
-# ``check_tail``) because a database file can be edited, pruned or restored
-# from elsewhere. Which child Runs a stream may carry (announced by a
-# delegation, not yet finished) is the observer's check, not the journal's.
+# reader reports it (``appended``: the rule of both backends' journals).
+# The item is then written by ``write_items`` as a batch of one: the
+# journal's one write path, the group commit's too. So the table only ever
+# holds contiguous, consistent Runs, and readers still check what they read
+# (``check_prefix``, ``check_tail``) because a database file can be edited,
+# pruned or restored from elsewhere. Which child Runs a stream may carry
+# (announced by a delegation, not yet finished) is the observer's check, not
+# the journal's.
 #
 # Readers page through the table in worker threads (see ``_sqlite``). Rows are
 # never updated or deleted by the journal, so a prefix read in several pages
@@ -79,7 +82,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 from pyrsistent import pmap
@@ -91,11 +94,10 @@ from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEven
 from ..wire.codec import DecodeError, Migration, decode, encode, from_json
 from ._shared_history import HEAD_CHARS, MARK, HistoryHead, _SharedHistoryError, expand, read_head, stored_form
 from ._sqlite import FLAG, INTEGER, TEXT, Column, Database, Table, poll_interval_seconds, rewrite_table
+from ._store import Store
 from .checks import Cursor, _check_args, check_prefix, check_tail
 from .errors import DamagedStoreError, JournalConflictError, ProjectorConflictError
-
-if TYPE_CHECKING:
-    from .writes import StreamWrite
+from .writes import Head, Journaled, StreamWrite
 
 __all__ = ["SqliteSourceJournal"]
 
@@ -208,7 +210,53 @@ def root_head(head: Any, run_id: str) -> Any:
                          "are read through that stream")
     return head
 
-class SqliteSourceJournal:
+
+def check_append(item: Any, root_run_id: Any) -> None:
+    """``append()``'s arguments: TypeError for a value that is not a source item, ValueError for a blank
+    ``root_run_id``. Shared by the journals of both backends."""
+    if not isinstance(item, (HarnessEvent, HarnessRunResultEvent)):
+        raise TypeError(f"append() takes a Harness source item, not {type(item).__name__}")
+    if root_run_id is not None and (not isinstance(root_run_id, str) or not root_run_id.strip()):
+        raise ValueError(f"root_run_id must be a non-blank str or None, not {root_run_id!r}")
+
+
+def appended(item: HarnessStreamEvent, line: str, root_id: str, root: _Head | None, own: _Head | None, first: int,
+             *, stored: Callable[[int], str | None], decode: Callable[[str], Any]) -> StreamWrite | None:
+    """What ``append()`` writes for ``item`` (stored as ``line``) at the end of the stream of ``root_id``,
+    whose stored head is ``root`` (None: no item yet; ``first`` is its first sequence) and that of the
+    item's Run ``own``: the write of one item (``write_items``, ``postgres.writes``), or None for a
+    second delivery of the item stored at its slot (``stored(sequence)`` reads the line there, None if
+    none; ``decode`` decodes it). Raises the ``HistoryError`` of ``advance_stream`` for an item that is
+    not its Run's next one, ``JournalConflictError`` for a different item at a stored slot of a stream
+    that has not ended. Shared by the journals of both backends."""
+    if root is None:
+        cursor = StreamCursor.of(root_id, first_sequence=first)
+    else:
+        children = pmap() if own is None or item.run_id == root_id else pmap({item.run_id: own.cursor(item.run_id)})
+        cursor = StreamCursor(root.cursor(root_id), children, root.last_position + 1, opened=True)
+    try:
+        after = advance_stream(cursor, item)
+    except (SequenceOrderError, AfterTerminalError) as e:
+        mine = cursor.cursor_of(item.run_id)
+        if mine is not None and item.sequence < mine.next_sequence:  # a stored slot, perhaps: a second delivery
+            there = stored(item.sequence)
+            if there is not None:
+                if there == line or decode(there) == item:
+                    return None
+                if isinstance(e, SequenceOrderError):
+                    raise JournalConflictError(item.run_id, item.sequence, expected=mine.next_sequence) from None
+        raise
+    position = after.next_position - 1
+    terminal = isinstance(item, HarnessRunResultEvent)
+    heads: tuple[Head, ...] = (Head(item.run_id, item.thread_id, item.sequence, terminal, position),)
+    if root is not None and item.run_id != root_id:  # the root's head holds the stream's last position
+        heads += (Head(root_id, root.thread_id, root.last_sequence, root.terminal, position),)
+    return StreamWrite(root_run_id=root_id, thread_id=item.thread_id, journal_last=cursor.last_position,
+                       items=(Journaled(position, item.run_id, item.sequence, item.thread_id, terminal, line),),
+                       heads=heads)
+
+
+class SqliteSourceJournal(Store):
     """A durable, append-only journal of Harness source items in one SQLite file.
 
     ``path`` is the database file (created if missing, put in WAL mode; it may
@@ -251,16 +299,6 @@ class SqliteSourceJournal:
         self._first = first_sequence
         self._db = Database(path, synchronous=synchronous, timeout=timeout, tables=(ITEMS, HEADS),
                             read_only=read_only)
-
-    @property
-    def path(self) -> str:
-        """The database file."""
-        return self._db.path
-
-    @property
-    def read_only(self) -> bool:
-        """Whether the journal was opened with ``read_only=True``."""
-        return self._db.read_only
 
     @property
     def synchronous(self) -> str:
@@ -307,10 +345,7 @@ class SqliteSourceJournal:
         ``synchronous="FULL"``); from a busy event loop, call it through
         ``asyncio.to_thread``: each thread has its own connection.
         """
-        if not isinstance(item, (HarnessEvent, HarnessRunResultEvent)):
-            raise TypeError(f"append() takes a Harness source item, not {type(item).__name__}")
-        if root_run_id is not None and (not isinstance(root_run_id, str) or not root_run_id.strip()):
-            raise ValueError(f"root_run_id must be a non-blank str or None, not {root_run_id!r}")
+        check_append(item, root_run_id)
         run_id, seq = item.run_id, item.sequence
         with self._db.write("append", ITEMS) as conn:
             line = self._stored_line(conn, item)
@@ -339,28 +374,11 @@ class SqliteSourceJournal:
                 raise ForeignRunError(f"an item of run {run_id!r} for the stream of run {root_id!r}, which holds "
                                       "no item yet", run_id=root_id, sequence=seq, found_run_id=run_id,
                                       found_thread_id=item.thread_id)
-            cursor = self._stream_cursor(root_id, root, run_id, own)
-            try:
-                after = advance_stream(cursor, item)
-            except (SequenceOrderError, AfterTerminalError) as e:
-                mine = cursor.cursor_of(run_id)
-                if mine is not None and seq < mine.next_sequence:  # a stored slot, perhaps: a second delivery
-                    row = self._row(conn, run_id, seq)
-                    if row is not None:
-                        stored = row[6]
-                        if stored == line or self._decode(stored, run_id, seq, conn) == item:
-                            return False
-                        if isinstance(e, SequenceOrderError):
-                            raise JournalConflictError(run_id, seq, expected=mine.next_sequence) from None
-                raise
-            position = after.next_position - 1
-            terminal = int(isinstance(item, HarnessRunResultEvent))
-            conn.execute(ITEMS.insert, ITEMS.sealed((root_id, position, run_id, seq, item.thread_id, terminal, line)))
-            conn.execute(HEADS_UPSERT, HEADS.sealed((run_id, root_id, item.thread_id, seq, terminal, position)))
-            if root_id != run_id:  # the root's head holds the stream's last position
-                assert root is not None
-                conn.execute(HEADS_UPSERT, HEADS.sealed((root_id, root_id, root.thread_id, root.last_sequence,
-                                                         int(root.terminal), position)))
+            write = appended(item, line, root_id, root, own, self._first, stored=lambda s: self._line(conn, run_id, s),
+                             decode=lambda stored: self._decode(stored, run_id, seq, conn))
+            if write is None:
+                return False
+            write_items(self, conn, [write], verify=False)
         return True
 
     def _adopting_root(self, conn: Any, item: HarnessStreamEvent, own: _Head | None) -> str | None:
@@ -480,28 +498,7 @@ class SqliteSourceJournal:
         _check_args(run_id, after, self._first)  # now: a bad cursor must not be waited for
         return self._checked_tail(run_id, after, interval)
 
-    def close(self) -> None:
-        """Close every connection; later calls raise ValueError. Closing twice is harmless."""
-        self._db.close()
-
-    def __enter__(self) -> SqliteSourceJournal:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        state = " closed" if self._db.closed else " read-only" if self._db.read_only else ""
-        return f"<SqliteSourceJournal {self._db.path!r}{state}>"
-
     # -- internals -----------------------------------------------------------------
-
-    def _stream_cursor(self, root_id: str, root: _Head | None, run_id: str, own: _Head | None) -> StreamCursor:
-        # The stream cursor at the end of what is stored, as far as one more item of ``run_id`` needs it.
-        if root is None:
-            return StreamCursor.of(root_id, first_sequence=self._first)
-        children = pmap() if own is None or run_id == root_id else pmap({run_id: own.cursor(run_id)})
-        return StreamCursor(root.cursor(root_id), children, root.last_position + 1)
 
     def _decode(self, line: str, run_id: str, seq: int, conn: Any) -> HarnessStreamEvent:
         # A stored line: a wire line, or a result whose history is shared with earlier ones of its Thread
@@ -580,6 +577,10 @@ class SqliteSourceJournal:
                                 run_id=run_id, **{column: top})
         raise ITEMS.damaged(self.path, None, f"missing: the run's {what} is {last} ({HEADS.name})",
                             run_id=run_id, **{column: last})
+
+    def _line(self, conn: Any, run_id: str, seq: int) -> str | None:
+        row = self._row(conn, run_id, seq)
+        return None if row is None else str(row[6])
 
     def _row(self, conn: Any, run_id: str, seq: int) -> tuple[Any, ...] | None:
         # One row by its Run and sequence, checked, and checked to be the row of that key (a damaged

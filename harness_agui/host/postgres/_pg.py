@@ -103,7 +103,7 @@ class Database:
         if isinstance(recheck, bool) or not isinstance(recheck, (int, float)) or not recheck > 0:
             raise ValueError(f"recheck must be a number of seconds > 0, not {recheck!r}")
         self.url = url
-        self.name = redacted(url)
+        self.path = redacted(url)
         self.read_only = read_only
         self.recheck = float(recheck)
         options = {"autocommit": True}
@@ -111,7 +111,7 @@ class Database:
         # when the server ended its session meanwhile (a restart, pg_terminate_backend, a network blip).
         self._pool: ConnectionPool[Any] = ConnectionPool(
             url, kwargs=options, min_size=min_size, max_size=max_size, timeout=timeout, open=False,
-            name=f"harness-agui {self.name}", check=ConnectionPool.check_connection)
+            name=f"harness-agui {self.path}", check=ConnectionPool.check_connection)
         self._closed = False
         self._listener: _Listener | None = None
         self._listener_lock = threading.Lock()
@@ -137,11 +137,11 @@ class Database:
                     "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
                     "AND table_name = %s ORDER BY ordinal_position", (table,)))
                 if not found:
-                    raise DamagedStoreError("no such table (a read-only store creates nothing)", path=self.name,
+                    raise DamagedStoreError("no such table (a read-only store creates nothing)", path=self.path,
                                             table=table)
                 if found != columns:
                     raise DamagedStoreError(f"its columns are ({', '.join(found)}), not ({', '.join(columns)}): "
-                                            "not written by this release", path=self.name, table=table)
+                                            "not written by this release", path=self.path, table=table)
 
     @contextmanager
     def read(self) -> Iterator[psycopg.Connection[Any]]:
@@ -159,7 +159,7 @@ class Database:
         """One write transaction, holding the advisory lock ``(class, key)`` when given."""
         self._check_open()
         if self.read_only:
-            raise ReadOnlyStoreError(operation, path=self.name)
+            raise ReadOnlyStoreError(operation, path=self.path)
         with self._pool.connection() as conn:
             conn.isolation_level = None  # the server's default, READ COMMITTED: see the module comment
             conn.read_only = None
@@ -186,7 +186,7 @@ class Database:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise ValueError(f"the store of {self.name} is closed")
+            raise ValueError(f"the store of {self.path} is closed")
 
     # -- wake-ups ----------------------------------------------------------------------
 
@@ -217,10 +217,10 @@ class Database:
         if not listener.ready.is_set() and not await asyncio.to_thread(listener.ready.wait, min(5.0, self.recheck)):
             if not listener.warned:
                 listener.warned = True
-                log.warning("%s: cannot LISTEN (%s): followers re-read every %s s instead", self.name,
+                log.warning("%s: cannot LISTEN (%s): followers re-read every %s s instead", self.path,
                             listener.error, self.recheck)
         if self._closed:
-            raise ValueError(f"the store of {self.name} is closed")
+            raise ValueError(f"the store of {self.path} is closed")
 
     async def wait(self, event: asyncio.Event, seconds: float | None = None) -> None:
         """Wait for ``event`` (at most ``seconds``, ``recheck`` if None), then clear it.

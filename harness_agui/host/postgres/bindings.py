@@ -15,30 +15,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._store import Store
 from ..bindings import WireRun, check_binding, conflict, thread_conflict
 from ._pg import Database
-from .delivery import RUNS as DELIVERY_RUNS
-from .journal import RUNS as JOURNAL_RUNS
-from .tables import BINDINGS, BINDINGS_COLUMNS, BINDINGS_SCHEMA
+from .tables import BINDINGS, BINDINGS_COLUMNS, BINDINGS_SCHEMA, DELIVERY_RUNS, JOURNAL_RUNS
 
 __all__ = ["PostgresRunBindings"]
 
 _SELECT = f"SELECT wire_thread_id, wire_run_id, source_thread_id, source_run_id FROM {BINDINGS}"
 
 
-class PostgresRunBindings:
+class PostgresRunBindings(Store):
     """The bindings of the Runs of one PostgreSQL database (the contract of ``SqliteRunBindings``).
 
     ``url``, ``read_only``, ``pool_size`` and ``timeout`` are as for ``PostgresSourceJournal``."""
 
+    _repr_read_only = False
+
     def __init__(self, url: str, *, read_only: bool = False, pool_size: int = 2, timeout: float = 30.0) -> None:
         self._db = Database(url, schema=BINDINGS_SCHEMA, tables=BINDINGS_COLUMNS, read_only=read_only, min_size=1,
                             max_size=pool_size, timeout=timeout, recheck=30.0)
-
-    @property
-    def path(self) -> str:
-        """The database's URL, without its password."""
-        return self._db.name
 
     def bind(self, binding: WireRun) -> WireRun:
         """As ``SqliteRunBindings.bind``: the binding the wire run id has now (this one, or the one that
@@ -87,19 +83,6 @@ class PostgresRunBindings:
                 f"AND NOT EXISTS (SELECT 1 FROM {DELIVERY_RUNS} d WHERE d.run_id = w.source_run_id) "
                 "ORDER BY w.ord").fetchall()
         return tuple(WireRun(*row) for row in rows)
-
-    def close(self) -> None:
-        """Close every connection. Closing twice is harmless."""
-        self._db.close()
-
-    def __enter__(self) -> PostgresRunBindings:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"<PostgresRunBindings {self._db.name!r}{' closed' if self._db.closed else ''}>"
 
     @staticmethod
     def _one(conn: Any, column: str, value: str) -> WireRun | None:

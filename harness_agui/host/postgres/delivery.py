@@ -22,10 +22,12 @@
 # carries the new holder's token: a holder paused past its lease (a long GC
 # pause, a stopped process, a partition) cannot write when it wakes up.
 # ``LeaseLostError`` (a ``ProjectorConflictError``) says so and nothing is
-# written. Each record sends ``NOTIFY harness_agui_delivery, <run id>``,
-# delivered on commit, which wakes every follower of the Run in every
-# process: ``follow`` / ``sse`` read what is recorded, then wait for that
-# notification instead of polling.
+# written. The rule is the SQLite log's (``delivery.recorded``), and what it
+# gives is written as a batch of one through the one write path
+# (``writes.write_streams``). Each record sends ``NOTIFY
+# harness_agui_delivery, <run id>``, delivered on commit, which wakes every
+# follower of the Run in every process: ``follow`` / ``sse`` read what is
+# recorded, then wait for that notification instead of polling.
 
 from __future__ import annotations
 
@@ -33,39 +35,37 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-import attrs
-from ag_ui.core import BaseEvent, EventType, RunErrorEvent
-from pyrsistent import pmap
-from pyrsistent.typing import PMap
+from ag_ui.core import BaseEvent, RunErrorEvent
 
 from ...core.encode import EncodedEvent
-from ...core.errors import ForeignRunError
-from ...core.history import HistoryCursor, StreamCursor, advance_stream
-from ...core.source import HarnessRunResultEvent, HarnessStreamEvent
+from ...core.source import HarnessStreamEvent
+from .._store import Store
 from ..checks import Cursor
 from ..delivery import (
     Delivery,
     Page,
     _check_page,
-    check_fail,
+    _Head,
     check_known_id,
+    child_cursor,
     expect_cursor,
+    failed,
     failure_json,
     follower_page,
     parse_last_event_id,
     record_rows,
+    recorded,
     sse_frames,
 )
 from ..errors import DamagedStoreError
-from ._pg import DELIVERY_CHANNEL, LOCK_DELIVERY, Database, notify_key
-from .lease import LEASE_SCHEMA, LEASES, Lease, LeaseLostError
-from .tables import BINDINGS_SCHEMA
+from ._pg import DELIVERY_CHANNEL, LOCK_DELIVERY, Database
+from .lease import LEASE_SCHEMA, Lease
+from .tables import BINDINGS_SCHEMA, CHILDREN, EVENTS
+from .tables import DELIVERY_RUNS as RUNS
+from .writes import check_leases, write_streams
 
 __all__ = ["PostgresDeliveryLog", "FencedDeliveryLog"]
 
-RUNS = "harness_agui_delivery_runs"
-CHILDREN = "harness_agui_delivery_children"
-EVENTS = "harness_agui_deliveries"
 SCHEMA = (
     f"""CREATE TABLE IF NOT EXISTS {RUNS} (
         run_id text PRIMARY KEY, thread_id text NOT NULL, source_cursor bigint NOT NULL,
@@ -88,16 +88,7 @@ _PAGE = 512
 _UNCHECKED: Any = object()
 
 
-@attrs.frozen
-class _Head:
-    thread_id: str
-    cursor: int
-    last_event_id: int
-    finished: bool
-    last_sequence: int
-
-
-class PostgresDeliveryLog:
+class PostgresDeliveryLog(Store):
     """Durable AG-UI event ids per Run, and replay after a ``Last-Event-ID``, in PostgreSQL.
 
     The contract of ``SqliteDeliveryLog`` (the same ``Delivery`` values and
@@ -115,19 +106,9 @@ class PostgresDeliveryLog:
                             max_size=pool_size, timeout=timeout, recheck=recheck)
 
     @property
-    def path(self) -> str:
-        """The database's URL, without its password."""
-        return self._db.name
-
-    @property
     def url(self) -> str:
         """The database's URL (with its password, if it has one: do not log it; ``path`` is for that)."""
         return self._db.url
-
-    @property
-    def read_only(self) -> bool:
-        """Whether the log was opened with ``read_only=True``."""
-        return self._db.read_only
 
     def fenced(self, lease: Lease) -> FencedDeliveryLog:
         """This log as the holder of ``lease`` writes it: every ``record`` checks, in its own
@@ -162,51 +143,14 @@ class PostgresDeliveryLog:
         root, rows = record_rows(item, events, expected_cursor, checked, root_run_id)
         with self._db.write("record", (LOCK_DELIVERY, root)) as conn:
             if lease is not None:
-                _check_lease(conn, lease, root)
+                check_leases(conn, {root: lease})
             head = self._head(conn, root)
             expect_cursor(root, head, expected_cursor, checked)
-            child = None
-            if head is None:
-                last_id, cursor = 0, StreamCursor.of(root)
-            else:
-                last_id = head.last_event_id
-                children: PMap[str, HistoryCursor] = pmap()
-                if item.run_id != root:
-                    child = conn.execute(f"SELECT root_run_id, thread_id, last_sequence, terminal FROM {CHILDREN} "
-                                         "WHERE run_id = %s", (item.run_id,)).fetchone()
-                    if child is not None and child[0] != root:
-                        raise ForeignRunError(f"an item of run {item.run_id!r}, a child Run in the stream of run "
-                                              f"{child[0]!r}, recorded in the stream of run {root!r}", run_id=root,
-                                              sequence=item.sequence, found_run_id=item.run_id,
-                                              found_thread_id=item.thread_id)
-                    if child is not None:
-                        children = pmap({item.run_id: HistoryCursor(item.run_id, child[1], child[2] + 1,
-                                                                    child[3])})
-                root_cursor = HistoryCursor(root, head.thread_id, head.last_sequence + 1, head.finished)
-                cursor = StreamCursor(root_cursor, children, head.cursor + 1, True)
-            after = advance_stream(cursor, item)
-            position = after.next_position - 1
-            out = tuple(Delivery(root, last_id + i, position, kind, data) for i, (kind, data) in enumerate(rows, 1))
-            if out:
-                with conn.cursor() as cur:
-                    cur.executemany(f"INSERT INTO {EVENTS} (run_id, event_id, source_position, event_type, data) "
-                                    "VALUES (%s, %s, %s, %s, %s)",
-                                    [(root, d.event_id, position, d.event_type, d.data) for d in out])
-            if item.run_id == root:
-                conn.execute(f"INSERT INTO {RUNS} (run_id, thread_id, source_cursor, last_event_id, finished, "
-                             "last_sequence) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (run_id) DO UPDATE SET "
-                             "source_cursor = excluded.source_cursor, last_event_id = excluded.last_event_id, "
-                             "finished = excluded.finished, last_sequence = excluded.last_sequence",
-                             (root, item.thread_id, position, last_id + len(out), after.finished, item.sequence))
-            else:
-                conn.execute(f"UPDATE {RUNS} SET source_cursor = %s, last_event_id = %s WHERE run_id = %s",
-                             (position, last_id + len(out), root))
-                conn.execute(f"INSERT INTO {CHILDREN} (run_id, root_run_id, thread_id, last_sequence, terminal) "
-                             "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (run_id) DO UPDATE SET last_sequence = "
-                             "excluded.last_sequence, terminal = excluded.terminal",
-                             (item.run_id, root, item.thread_id, item.sequence,
-                              isinstance(item, HarnessRunResultEvent)))
-            conn.execute("SELECT pg_notify(%s, %s)", (DELIVERY_CHANNEL, notify_key(root)))
+            child = None if head is None or item.run_id == root else child_cursor(root, item, conn.execute(
+                f"SELECT root_run_id, thread_id, last_sequence, terminal FROM {CHILDREN} WHERE run_id = %s",
+                (item.run_id,)).fetchone())
+            write, out = recorded(root, head, child, item, rows)
+            write_streams(conn, [write], verify=False)
         return out
 
     def fail(self, run_id: str, event: RunErrorEvent, *, expected_cursor: Cursor,
@@ -226,21 +170,9 @@ class PostgresDeliveryLog:
         data = failure_json(event)
         with self._db.write("fail", (LOCK_DELIVERY, run_id)) as conn:
             if lease is not None:
-                _check_lease(conn, lease, run_id)
-            head = self._head(conn, run_id)
-            check_fail(run_id, head, expected_cursor, thread_id)
-            if head is None:
-                last_id, cursor = 0, -1
-                conn.execute(f"INSERT INTO {RUNS} (run_id, thread_id, source_cursor, last_event_id, finished, "
-                             "last_sequence) VALUES (%s, %s, -1, 1, true, -1)", (run_id, thread_id))
-            else:
-                last_id, cursor = head.last_event_id, head.cursor
-                conn.execute(f"UPDATE {RUNS} SET last_event_id = %s, finished = true WHERE run_id = %s",
-                             (last_id + 1, run_id))
-            delivery = Delivery(run_id, last_id + 1, cursor, EventType.RUN_ERROR.value, data)
-            conn.execute(f"INSERT INTO {EVENTS} (run_id, event_id, source_position, event_type, data) "
-                         "VALUES (%s, %s, %s, %s, %s)", (run_id, delivery.event_id, cursor, delivery.event_type, data))
-            conn.execute("SELECT pg_notify(%s, %s)", (DELIVERY_CHANNEL, notify_key(run_id)))
+                check_leases(conn, {run_id: lease})
+            write, delivery = failed(run_id, self._head(conn, run_id), data, expected_cursor, thread_id)
+            write_streams(conn, [write], verify=False)
         return delivery
 
     # -- reading -----------------------------------------------------------------
@@ -306,20 +238,6 @@ class PostgresDeliveryLog:
         deliveries = self.follow(run_id, after=last_event_id, poll_interval=poll_interval)
         return sse_frames(deliveries)
 
-    def close(self) -> None:
-        """Close every connection; later calls raise ValueError. Closing twice is harmless."""
-        self._db.close()
-
-    def __enter__(self) -> PostgresDeliveryLog:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        state = " closed" if self._db.closed else " read-only" if self._db.read_only else ""
-        return f"<PostgresDeliveryLog {self._db.name!r}{state}>"
-
     # -- internals -----------------------------------------------------------------
 
     def _head(self, conn: Any, run_id: str) -> _Head | None:
@@ -337,12 +255,12 @@ class PostgresDeliveryLog:
         due = after + 1
         for event_id, position, kind, data in rows:
             if event_id != due:
-                raise DamagedStoreError(f"missing (the next event stored is {event_id})", path=self._db.name,
+                raise DamagedStoreError(f"missing (the next event stored is {event_id})", path=self._db.path,
                                         table=EVENTS, row=f"run_id={run_id!r:.80}, event_id={due}")
             out.append(Delivery(run_id, event_id, position, kind, data))
             due += 1
         if to_the_end and due <= last:
-            raise DamagedStoreError(f"missing: the run's last event id is {last}", path=self._db.name, table=EVENTS,
+            raise DamagedStoreError(f"missing: the run's last event id is {last}", path=self._db.path, table=EVENTS,
                                     row=f"run_id={run_id!r:.80}, event_id={due}")
         return out
 
@@ -396,16 +314,3 @@ class FencedDeliveryLog:
     def __repr__(self) -> str:
         return f"<FencedDeliveryLog {self.log.path!r} {self.lease!r}>"
 
-
-def _check_lease(conn: Any, lease: Lease, root: str) -> None:
-    if lease.run_id != root:
-        raise LeaseLostError(f"the lease is on run {lease.run_id!r}, not this one", run_id=root)
-    row = conn.execute(f"SELECT holder, token, expires_at >= clock_timestamp() FROM {LEASES} WHERE run_id = %s "
-                       "FOR SHARE", (root,)).fetchone()
-    if row is None or row[1] != lease.token:
-        found = "no lease" if row is None else f"token {row[1]} of worker {row[0]}"
-        raise LeaseLostError(f"another worker took the run over (its lease holds {found}, this worker's token is "
-                             f"{lease.token}); nothing was written", run_id=root)
-    if not row[2]:
-        raise LeaseLostError(f"the lease of token {lease.token} expired before this write; nothing was written",
-                             run_id=root)

@@ -16,9 +16,10 @@
 # an item at an occupied (run id, sequence) looks at the slot: the identical
 # item again is a no-op (False), even after the terminal result; a different
 # item there is a ``JournalConflictError``, or the ``AfterTerminalError`` the
-# check raised once the stream has ended. Then it inserts the row, updates the
-# heads and sends ``NOTIFY harness_agui_journal, <root run id>``, delivered
-# when the transaction commits.
+# check raised once the stream has ended (``journal.appended``, the rule of
+# both backends). Then it writes the item as a batch of one through the one
+# write path (``writes.write_streams``): the row, the heads, and ``NOTIFY
+# harness_agui_journal, <root run id>``, delivered when the transaction commits.
 #
 # Readers page through the stream by position in worker threads, each page
 # one REPEATABLE READ snapshot, and pass what they read through
@@ -37,22 +38,23 @@ import asyncio
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-import attrs
 from pyrsistent import pmap
 
-from ...core.errors import AfterTerminalError, ForeignRunError, SequenceOrderError
-from ...core.history import HistoryCursor, StreamCursor, advance_stream
-from ...core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
+from ...core.errors import AfterTerminalError, ForeignRunError
+from ...core.history import HistoryCursor, StreamCursor
+from ...core.source import HarnessStreamEvent
 from ...wire.codec import DecodeError, Migration, decode, encode
+from .._store import Store
 from ..checks import Cursor, check_prefix, check_tail
-from ..errors import DamagedStoreError, JournalConflictError
-from ..journal import adopting_root, root_head
-from ._pg import JOURNAL_CHANNEL, LOCK_JOURNAL, STREAMS_CHANNEL, Database, notify_key
+from ..errors import DamagedStoreError
+from ..journal import _Head, adopting_root, appended, check_append, root_head
+from ._pg import JOURNAL_CHANNEL, LOCK_JOURNAL, Database
+from .tables import ITEMS
+from .tables import JOURNAL_RUNS as RUNS
+from .writes import write_streams
 
 __all__ = ["PostgresSourceJournal"]
 
-ITEMS = "harness_source_items"
-RUNS = "harness_source_runs"
 SCHEMA = (
     f"""CREATE TABLE IF NOT EXISTS {ITEMS} (
         root_run_id text NOT NULL, position bigint NOT NULL, run_id text NOT NULL, sequence bigint NOT NULL,
@@ -72,19 +74,7 @@ COLUMNS = {
 _PAGE = 256
 
 
-@attrs.frozen
-class _Head:
-    root_run_id: str
-    thread_id: str
-    last_sequence: int
-    terminal: bool
-    last_position: int
-
-    def cursor(self, run_id: str) -> HistoryCursor:
-        return HistoryCursor(run_id, self.thread_id, self.last_sequence + 1, self.terminal)
-
-
-class PostgresSourceJournal:
+class PostgresSourceJournal(Store):
     """A durable, append-only journal of Harness source items in a PostgreSQL database.
 
     The contract of ``SqliteSourceJournal``, for several processes on
@@ -118,19 +108,9 @@ class PostgresSourceJournal:
                             max_size=pool_size, timeout=timeout, recheck=recheck)
 
     @property
-    def path(self) -> str:
-        """The database's URL, without its password (named in errors as a SQLite store's file is)."""
-        return self._db.name
-
-    @property
     def url(self) -> str:
         """The database's URL (with its password, if it has one: do not log it; ``path`` is for that)."""
         return self._db.url
-
-    @property
-    def read_only(self) -> bool:
-        """Whether the journal was opened with ``read_only=True``."""
-        return self._db.read_only
 
     # -- writing -----------------------------------------------------------------
 
@@ -154,10 +134,7 @@ class PostgresSourceJournal:
         error nothing is written. Blocks until the commit: from an event
         loop, call it through ``asyncio.to_thread``.
         """
-        if not isinstance(item, (HarnessEvent, HarnessRunResultEvent)):
-            raise TypeError(f"append() takes a Harness source item, not {type(item).__name__}")
-        if root_run_id is not None and (not isinstance(root_run_id, str) or not root_run_id.strip()):
-            raise ValueError(f"root_run_id must be a non-blank str or None, not {root_run_id!r}")
+        check_append(item, root_run_id)
         line = encode(item)
         run_id = item.run_id
         with self._db.write("append") as conn:
@@ -203,39 +180,16 @@ class PostgresSourceJournal:
         if run_id != root and root_head is None:
             raise ForeignRunError(f"no stream of run {root!r} is stored, so run {run_id!r} cannot be its child",
                                   run_id=root, sequence=seq, found_run_id=run_id, found_thread_id=item.thread_id)
-        if root_head is None:
-            cursor = StreamCursor.of(root, first_sequence=self._first)
-        else:
-            children = pmap() if head is None or run_id == root else pmap({run_id: head.cursor(run_id)})
-            cursor = StreamCursor(root_head.cursor(root), children, root_head.last_position + 1, True)
-        try:
-            advance_stream(cursor, item)
-        except (SequenceOrderError, AfterTerminalError) as e:
-            due = head.last_sequence + 1 if head is not None else None
-            if due is not None and seq < due:  # a stored slot, perhaps: a second delivery is no fault
-                row = conn.execute(f"SELECT root_run_id, line FROM {ITEMS} WHERE run_id = %s AND sequence = %s",
-                                   (run_id, seq)).fetchone()
-                if row is not None:
-                    if row[1] == line or self._decode(row[1], run_id, seq) == item:
-                        return False
-                    if isinstance(e, SequenceOrderError):
-                        raise JournalConflictError(run_id, seq, expected=due) from None
-            raise
-        terminal = isinstance(item, HarnessRunResultEvent)
-        position = cursor.next_position
-        conn.execute(f"INSERT INTO {ITEMS} (root_run_id, position, run_id, sequence, thread_id, terminal, line) "
-                     "VALUES (%s, %s, %s, %s, %s, %s, %s)", (root, position, run_id, seq, item.thread_id, terminal,
-                                                              line))
-        conn.execute(f"INSERT INTO {RUNS} (run_id, root_run_id, thread_id, last_sequence, terminal, last_position) "
-                     "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (run_id) DO UPDATE SET last_sequence = "
-                     "excluded.last_sequence, terminal = excluded.terminal, last_position = excluded.last_position",
-                     (run_id, root, item.thread_id, seq, terminal, position))
-        if run_id != root:
-            conn.execute(f"UPDATE {RUNS} SET last_position = %s WHERE run_id = %s", (position, root))
-        conn.execute("SELECT pg_notify(%s, %s)", (JOURNAL_CHANNEL, notify_key(root)))
-        if root_head is None:
-            conn.execute("SELECT pg_notify(%s, %s)", (STREAMS_CHANNEL, notify_key(root)))
+        write = appended(item, line, root, root_head, head, self._first, stored=lambda s: self._line(conn, run_id, s),
+                         decode=lambda stored: self._decode(stored, run_id, seq))
+        if write is None:
+            return False
+        write_streams(conn, [write], verify=False)
         return True
+
+    def _line(self, conn: Any, run_id: str, seq: int) -> str | None:
+        row = conn.execute(f"SELECT line FROM {ITEMS} WHERE run_id = %s AND sequence = %s", (run_id, seq)).fetchone()
+        return None if row is None else str(row[0])
 
     # -- reading -----------------------------------------------------------------
 
@@ -274,7 +228,7 @@ class PostgresSourceJournal:
         root = runs.pop(run_id, None)
         if root is None or len(rows) != len(runs) + 1:
             raise DamagedStoreError("the stream's items do not fit together (a Run with two Threads, or no item "
-                                    "of the root)", path=self._db.name, table=ITEMS, row=f"root_run_id={run_id!r:.80}")
+                                    "of the root)", path=self._db.path, table=ITEMS, row=f"root_run_id={run_id!r:.80}")
         return StreamCursor(root, pmap(runs), through + 1, True)
 
     def root_of(self, run_id: str) -> str | None:
@@ -320,20 +274,6 @@ class PostgresSourceJournal:
             raise ValueError(f"poll_interval must be a number of seconds > 0, not {poll_interval!r}")
         return self._tail(run_id, after, self._db.recheck)
 
-    def close(self) -> None:
-        """Close every connection; later calls raise ValueError. Closing twice is harmless."""
-        self._db.close()
-
-    def __enter__(self) -> PostgresSourceJournal:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        state = " closed" if self._db.closed else " read-only" if self._db.read_only else ""
-        return f"<PostgresSourceJournal {self._db.name!r}{state}>"
-
     # -- internals -----------------------------------------------------------------
 
     def _decode(self, line: str, run_id: str, seq: int) -> HarnessStreamEvent:
@@ -371,7 +311,7 @@ class PostgresSourceJournal:
             reached = rows[-1][0] if rows else after
             if reached < end:
                 raise DamagedStoreError(f"missing: the stream's last position is {head.last_position} ({RUNS})",
-                                        path=self._db.name, table=ITEMS,
+                                        path=self._db.path, table=ITEMS,
                                         row=f"root_run_id={run_id!r:.80}, position={reached + 1}")
         return rows
 

@@ -1,10 +1,18 @@
-# The table of Run bindings (``host.postgres.bindings``), declared apart from the store so that the delivery
-# log can create it with its own tables (every database the kit writes has it, so a Worker's query may name
-# it) without importing the store, which reads the delivery log's tables.
+# The names of the kit's tables, declared apart from the stores: the one write path (``writes``) writes the
+# journal's and the delivery log's tables and is used by both stores, and the delivery log creates the table
+# of Run bindings (``host.postgres.bindings``) with its own (every database the kit writes has it, so a
+# Worker's query may name it) without importing that store, which reads the delivery log's tables.
 
 from __future__ import annotations
 
-__all__ = ["BINDINGS", "BINDINGS_SCHEMA", "BINDINGS_COLUMNS"]
+__all__ = ["ITEMS", "JOURNAL_RUNS", "DELIVERY_RUNS", "CHILDREN", "EVENTS", "BINDINGS", "BINDINGS_SCHEMA",
+           "BINDINGS_COLUMNS"]
+
+ITEMS = "harness_source_items"
+JOURNAL_RUNS = "harness_source_runs"
+DELIVERY_RUNS = "harness_agui_delivery_runs"
+CHILDREN = "harness_agui_delivery_children"
+EVENTS = "harness_agui_deliveries"
 
 BINDINGS = "harness_wire_runs"
 BINDINGS_SCHEMA = (
