@@ -308,16 +308,16 @@ def test_a_recovered_run_reports_its_committed_last_event_id_while_its_driver_is
 # -- a Run started here: resumed from nothing in one read, or rebuilt when the logs hold some of it ----------
 
 def _counting_rebuilds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    from harness_agui.host import supervisor
+    from harness_agui.host import driver
 
     rebuilt: list[str] = []
-    rebuild = supervisor.rebuild
+    rebuild = driver.rebuild
 
     async def counted(run_id: str, *args: Any, **kwargs: Any) -> Any:
         rebuilt.append(run_id)
         return await rebuild(run_id, *args, **kwargs)
 
-    monkeypatch.setattr(supervisor, "rebuild", counted)
+    monkeypatch.setattr(driver, "rebuild", counted)
     return rebuilt
 
 
