@@ -1,15 +1,19 @@
-# The run supervisor: what drives a Host's Runs, whoever asks for them (an
-# HTTP route, a queue consumer, a test). It drives each Run (one driver task
-# per Run: ``host.driver``), ends it with one RUN_ERROR when it cannot end
-# normally, resumes the unfinished ones at start-up (``start``), cancels
-# them, and serves their followers (``follow``: ``host.followers``): this
-# module keeps which Runs are driven here and when (recovery, registration,
-# leases), those modules how.
+# The run supervisor: the one owner of a Host's Runs, whoever asks for them
+# (an HTTP route, a queue consumer, a test). It starts a Run a client asks
+# for (``open_run``: ``host.starts``), drives it (one driver task per Run:
+# ``host.driver``), ends it with one RUN_ERROR when it cannot end normally,
+# resumes the unfinished ones at start-up (``start``), cancels them, and
+# serves their followers (``follow``: ``host.followers``). Nothing else in
+# a server starts or drives a Run: this module keeps which Runs are driven
+# here and when (recovery, registration, leases), those modules how.
+# (``host.projector.project_run``, and a ``host.postgres.Worker`` made
+# without a supervisor, project a journaled Run for a Host of its own.)
 #
 # PostgreSQL. Each Run is driven under a lease (``host.postgres``): a new
 # Run by the process it was started in, a Run whose lease is free (its
 # server died, or hung past the lease's ttl) by whichever ``Worker`` takes
 # it; every write of the driver is fenced by the lease in its transaction.
+# A start holds its Thread's lock in the database too (``host.postgres.locks``).
 
 from __future__ import annotations
 
@@ -17,6 +21,8 @@ import asyncio
 import logging
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
+
+from ag_ui.core import RunAgentInput
 
 from ..core.observer import HarnessAguiObserver
 from ..core.reduce import Processor
@@ -29,7 +35,8 @@ from .errors import StorageError
 from .followers import KEEPALIVE, RunFollowers
 from .protocols import Stores
 from .retry import READ_AGAIN, RECONNECT
-from .runner import StartedRun
+from .runner import RequestContext, Runner, StartedRun
+from .starts import Asked, RunStarts
 
 if TYPE_CHECKING:
     from .postgres import FencedDeliveryLog, PostgresLeases, Worker
@@ -59,14 +66,16 @@ FAILURE_CODES = {
 
 
 class RunSupervisor:
-    """Drives Runs on one database (see the module comment) and serves their followers.
+    """Starts and drives Runs on one database (see the module comment) and serves their followers.
 
-    ``stores`` is the database (``host.stores.stores_of(journal, deliveries)``). ``processor`` is
-    the projection's processor. ``reattach`` (see ``Reattach``) reconnects recovered and taken-over
-    Runs to their Harness. ``group_commit`` sets the writer's
+    ``stores`` is the database (``host.stores.stores_of(journal, deliveries)``). ``runner`` starts the
+    Runs clients ask for (``open_run``; ``host.runner.Runner``). ``processor`` is the projection's
+    processor. ``reattach`` (see ``Reattach``; default: the runner's own ``reattach``, if it has one)
+    reconnects recovered and taken-over Runs to their Harness. ``group_commit`` sets the writer's
     batches (``host.batch.GroupCommit``).
     ``leases`` (PostgreSQL: a ``PostgresLeases``) makes every Run driven under a lease, with a
-    ``Worker`` that takes over Runs whose lease is free, looking every ``scan_interval`` seconds.
+    ``Worker`` that takes over Runs whose lease is free, looking every ``scan_interval`` seconds, and
+    every start hold its Thread's lock in the database.
     ``poll_interval``: how often a follower here looks for events recorded by another process on
     SQLite (PostgreSQL wakes it by NOTIFY; ``recheck`` is its safety re-read). ``catch_up_after``:
     a late joiner of a Run with more events than that gets ``catch_up()`` (None: never).
@@ -79,7 +88,8 @@ class RunSupervisor:
     ``max_event_bytes``, ...; a Run's ``client_thread_id`` / ``client_run_id`` are its binding's wire ids).
     """
 
-    def __init__(self, stores: Stores, *, processor: Processor | None = None, reattach: Reattach | None = None,
+    def __init__(self, stores: Stores, *, runner: Runner | None = None, processor: Processor | None = None,
+                 reattach: Reattach | None = None,
                  group_commit: GroupCommit | None = None, leases: PostgresLeases | None = None,
                  scan_interval: float = 0.5,
                  poll_interval: float = 0.05, recheck: float = 30.0, catch_up_after: int | None = 1000,
@@ -102,6 +112,8 @@ class RunSupervisor:
         if reserved:
             raise ValueError(f"observer_options may not set {', '.join(reserved)}: the supervisor sets them per Run")
         HarnessAguiObserver(processor, **options)  # the options' own errors, now
+        if reattach is None:
+            reattach = getattr(runner, "reattach", None)
         self.stores = stores
         self.journal = stores.journal
         self.deliveries = stores.deliveries
@@ -118,6 +130,12 @@ class RunSupervisor:
         self._followers = RunFollowers(stores, self._runs, max_followers=max_followers,
                                        catch_up_after=catch_up_after, window=window, page=page,
                                        keepalive=float(keepalive), wait_remote=wait_remote, spawn=self._spawn)
+        thread_locks = None
+        if leases is not None:
+            from .postgres.locks import ThreadLocks
+
+            thread_locks = ThreadLocks(self.journal.url)  # type: ignore[attr-defined]
+        self._starts = RunStarts(self, runner, thread_locks)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -177,6 +195,7 @@ class RunSupervisor:
         await asyncio.gather(*tasks, return_exceptions=True)
         self._followers.close()
         await self._driver.close()
+        await self._starts.close()
 
     async def wait(self, run_id: str) -> None:
         """Wait until this process's driver of the Run has ended (at once if there is none)."""
@@ -240,13 +259,35 @@ class RunSupervisor:
         # what was committed before the restart, the delivery log does.
         return await asyncio.to_thread(self.deliveries.last_event_id, run_id)
 
+    async def ask(self, thread_id: str, run_id: str) -> Asked:
+        """What ``open_run`` needs read before the request is authorized, in one worker-thread hop: the
+        client Thread's bound Runs (``Asked.thread_runs``, for its ``RequestContext``) and its run id's
+        binding. Raises what the stores raise."""
+        return await self._starts.ask(thread_id, run_id)
+
+    async def open_run(self, run_input: RunAgentInput, context: RequestContext, *,
+                       asked: Asked | None = None) -> WireRun:
+        """The Run a client's ``run_input`` names (its binding), started when new: the Thread's lock is
+        held (across servers on PostgreSQL) while the runner starts it, it is bound and registered, and
+        driven from then on (``host.starts``). ``asked`` is what ``ask`` found for this request. Raises
+        ``host.starts.RunConflictError`` for a run id of another Thread, the runner's ``RunRefused``
+        (and one for a ``Last-Event-ID`` header on a new Run), ``host.starts.HarnessStartError`` when
+        the runner fails, and what the stores raise; nothing is started then."""
+        return await self._starts.open(run_input, context, asked=asked)
+
+    async def resolve(self, thread_id: str, run_id: str) -> WireRun | None:
+        """The binding of the Run its clients name ``thread_id`` / ``run_id`` (the wire ids), None when
+        the database knows no such Run of that Thread. A Run journaled without a binding is its own."""
+        return await self._starts.resolve(thread_id, run_id)
+
     def start_run(self, started: StartedRun, *, wire: WireRun | None = None) -> bool:
         """Start driving ``started`` (a runner's Run, ``host.runner``) under its Harness ids: its
         ``items()`` are taken inside the Run's task, so that what they raise ends the Run cleanly.
         ``wire`` is how its clients name it (default: the started Run's wire ids), which the Run's
         RUN_STARTED and RUN_FINISHED carry; the caller stores it first (``Stores.bindings``). Returns
         False, and starts nothing, when this process drives a Run of that id already. On PostgreSQL
-        the Run's lease is taken in the background: ``registered(run_id)`` waits for it."""
+        the Run's lease is taken in the background: ``registered(run_id)`` waits for it. ``open_run``
+        calls it; a caller of its own holds the Thread's lock itself."""
         run_id = started.run_id
         if run_id in self._runs:
             return False
