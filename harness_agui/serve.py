@@ -1,13 +1,14 @@
 # Serving AG-UI over HTTP: an ASGI application (Starlette) on the Host kit.
 #
 # This module is the HTTP shell only: routes, request validation, status
-# codes, hooks and the Server-Sent Events response. Starting a Run is the
-# runner's job (``host.runner``: ``runner.start(run_input, ...)`` gives a
-# started Run under the Harness's own ids); driving it (the Harness stream
-# journaled and projected in batched commits, failures ended with one durable
-# RUN_ERROR, start-up recovery, leases and takeover on PostgreSQL, cancel)
-# and serving its followers (in-memory fan-out, paged replay, late joiners'
-# catch-up) is the run supervisor's (``host.supervisor``).
+# codes, hooks and the Server-Sent Events response. Everything a Run needs
+# is the run supervisor's (``host.supervisor``): starting it (the Thread's
+# lock, the runner's ``start``, its binding: ``host.starts``), driving it
+# (the Harness stream journaled and projected in batched commits, failures
+# ended with one durable RUN_ERROR, start-up recovery, leases and takeover on
+# PostgreSQL, cancel) and serving its followers (in-memory fan-out, paged
+# replay, late joiners' catch-up). What it refuses is mapped to an answer
+# here.
 #
 #   POST runs_path     a RunAgentInput: a new Run is started and its events
 #                      are streamed from the first; a known Run is streamed
@@ -38,13 +39,9 @@
 # ``authorize`` hook is told it (``RequestContext.source_thread_id``).
 # Path parameters are matched on the raw path, so an id holding ``/`` is
 # reached by percent-encoding it (``%2F``).
-#
-# One Run at a time per Thread: from ``runner.start`` (which reads the
-# Thread's journal) until the new Run is registered (driven here, and on
-# PostgreSQL under its lease), the Thread's lock is held (in this process,
-# and on PostgreSQL across servers); ``running`` tells the runner which of
-# the Thread's unended Runs are still driven, so a Run lost in a crash does
-# not keep its Thread busy.
+# One Run at a time per Thread: the supervisor holds the Thread's lock (in
+# this process, and on PostgreSQL across servers) from ``runner.start``
+# until the new Run is registered.
 #
 # Errors a client can cause are answered before a response starts, as JSON:
 # 415 for a POST whose Content-Type is not application/json (so a cross-site
@@ -65,7 +62,6 @@
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import gc
 import inspect
@@ -75,8 +71,6 @@ import os
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any
-
-import attrs
 
 try:
     from starlette.applications import Starlette
@@ -161,13 +155,10 @@ _SERVER_OPTIONS = frozenset(("database", "journal", "deliveries", "synchronous",
                              "recover", "catch_up_after", "lease_ttl", "group_commit", "max_followers", "authorize",
                              "cors_origins", "cors_headers", "cors_credentials", "cancel_on_disconnect",
                              "max_body_bytes", "show_hidden", "max_event_bytes", "notices", "inspector"))
-_KNOWN_CACHE = 4096  # bindings kept in memory (they never change)
 
 
 _INLINE_BODY_BYTES = 64 * 1024
 """A request body up to this size is parsed on the event loop; a larger one in a worker thread."""
-
-_LookedUp = tuple["WireRun | None", bool, "str | None"]  # _look_up's: the binding, a Harness's id, the journal's Thread
 
 
 def _error(status: int, error: str, message: str, **extra: Any) -> JSONResponse:
@@ -181,12 +172,6 @@ class _Refused(Exception):
 
 def _refuse(status: int, error: str, message: str, **extra: Any) -> _Refused:
     return _Refused(_error(status, error, message, **extra))
-
-
-def _run_conflict(run_id: str) -> _Refused:
-    # A run id another Thread's Run has: the answer says no more than that the id cannot be used.
-    return _refuse(409, "run_conflict", f"run id {run_id!r} cannot be used for this thread: send a new run id "
-                                        "for each new Run")
 
 
 def check_id(name: str, value: str) -> None:
@@ -310,8 +295,6 @@ class AguiServer:
                  notices: Collection[str] | None = None,
                  inspector: bool = False) -> None:
         self._runner = as_runner(runner)
-        if reattach is None:
-            reattach = getattr(self._runner, "reattach", None)
         for name, value in (("keepalive", keepalive), ("retry", retry), ("poll_interval", poll_interval)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise ValueError(f"{name} must be a number of seconds > 0, not {value!r}")
@@ -345,9 +328,10 @@ class AguiServer:
 
                 leases = Leases(os.fspath(target), ttl=lease_ttl)
             self.supervisor = RunSupervisor(
-                self.stores, processor=processor, reattach=reattach, group_commit=group_commit, leases=leases,
-                scan_interval=max(poll_interval, 0.2), poll_interval=poll_interval, catch_up_after=catch_up_after,
-                max_followers=max_followers, keepalive=keepalive, observer_options=observer_options)
+                self.stores, runner=self._runner, processor=processor, reattach=reattach, group_commit=group_commit,
+                leases=leases, scan_interval=max(poll_interval, 0.2), poll_interval=poll_interval,
+                catch_up_after=catch_up_after, max_followers=max_followers, keepalive=keepalive,
+                observer_options=observer_options)
         except BaseException:
             if self._owned:
                 journal.close()
@@ -363,13 +347,6 @@ class AguiServer:
         self._cancel_on_disconnect = bool(cancel_on_disconnect)
         self._max_body = max_body_bytes
         self._retry = sse_retry(retry).encode()
-        self._locks: dict[str, tuple[asyncio.Lock, list[int]]] = {}
-        self._thread_locks: Any = None
-        if leases is not None:
-            from .host.postgres.locks import ThreadLocks
-
-            self._thread_locks = ThreadLocks(os.fspath(target))  # type: ignore[arg-type]
-        self._known: collections.OrderedDict[str, WireRun] = collections.OrderedDict()
         middleware = []
         if cors_origins is not None:
             middleware.append(Middleware(
@@ -437,8 +414,6 @@ class AguiServer:
     async def stop(self) -> None:
         """Stop the drivers (the stores stay whole) and close the stores opened here."""
         await self.supervisor.stop()
-        if self._thread_locks is not None:
-            await self._thread_locks.close()
         self.stores.close()
         if self._close_inspector is not None:
             self._close_inspector()
@@ -455,8 +430,7 @@ class AguiServer:
     async def resolve(self, thread_id: str, run_id: str) -> WireRun | None:
         """The binding of the Run its clients name ``thread_id`` / ``run_id`` (the wire ids), None when
         the database knows no such Run of that Thread. A Run journaled without a binding is its own."""
-        wire = await self._binding(run_id)
-        return wire if wire is not None and wire.wire_thread_id == thread_id else None
+        return await self.supervisor.resolve(thread_id, run_id)
 
     async def cancel(self, thread_id: str, run_id: str) -> bool:
         """Cancel the Run its clients name ``thread_id`` / ``run_id``: its Harness is asked to stop and the
@@ -547,73 +521,17 @@ class AguiServer:
         thread_id, run_id = run_input.thread_id, run_input.run_id
         check_id("threadId", thread_id)
         check_id("runId", run_id)
-        # One hop for both reads: the Thread's bindings (for the authorize hook) and the run id's binding.
-        looking = self._remembered(run_id) is None
-        thread_runs, looked_up = await asyncio.to_thread(self._start_reads, thread_id, run_id, looking)
-        context = self._context(request, "run", thread_id, run_id, run_input, thread_runs=thread_runs)
+        # The Thread's bindings are read (with the run id's, in one hop) for the authorize hook, before
+        # the supervisor finds the Run or starts it.
+        asked = await self.supervisor.ask(thread_id, run_id)
+        context = self._context(request, "run", thread_id, run_id, run_input, thread_runs=asked.thread_runs)
         await self._authorized(context)
-        known = await self._known_of(thread_id, run_id, looked_up=looked_up)
-        if known is None:
-            async with self._thread_lock(thread_id):
-                # Started meanwhile by another request? On SQLite only this process can have started it
-                # under this lock, and it remembers what it started; PostgreSQL's lock is the database's,
-                # so the database is asked again. The Thread's Runs are read again under the lock: the
-                # runner decides on what they are now (one of them may have started meanwhile).
-                known = await self._known_of(thread_id, run_id, remembered=self._thread_locks is None)
-                if known is None:
-                    thread_runs = await asyncio.to_thread(self.stores.bindings.runs_of, thread_id)
-                    known = await self._launch(run_input, attrs.evolve(
-                        context, thread_runs=thread_runs,
-                        source_thread_id=thread_runs[0].source_thread_id if thread_runs else None))
+        known = await self.supervisor.open_run(run_input, context, asked=asked)
         after = await self._after(request, known, query=False)
         # From the first event, the stream leaves out what the request shows its client holds: the user
         # messages it sent, and what it got of this Run before a retried POST of the same run id.
         held = HeldByClient(run_input.messages) if after == 0 else None
         return self._stream(known.source_run_id, after, cancel=self._cancel_on_disconnect, held=held)
-
-    async def _known_of(self, thread_id: str, run_id: str, *, remembered: bool = False,
-                        looked_up: _LookedUp | None = None) -> WireRun | None:
-        # The Run ``run_id`` names in ``thread_id`` (409 when it is another Thread's); None when it names none.
-        # ``remembered``: by what this process knows, without the database.
-        known = self._remembered(run_id) if remembered else await self._binding(run_id, looked_up)
-        if known is not None and known.wire_thread_id != thread_id:
-            raise _run_conflict(run_id)
-        return known
-
-    async def _launch(self, run_input: RunAgentInput, context: RequestContext) -> WireRun:
-        # Start the Run (the runner reads the Thread), bind it, and register it: under the Thread's lock.
-        if context.request is not None and context.request.headers.get("last-event-id"):
-            raise _refuse(400, "bad_last_event_id", f"run {run_input.run_id!r} has no events yet")
-        live = await self.supervisor.live_runs()
-        try:
-            started = await self._runner.start(run_input, journal=self.journal, request=context,
-                                               running=live.__contains__)
-        except (RunRefused, asyncio.CancelledError):
-            raise
-        except BaseException as e:  # noqa: B036 - a runner never takes the server down, whatever it raises
-            log.exception("run %r: the runner failed to start it", run_input.run_id)
-            raise _refuse(500, "harness_agui.harness_failed",
-                          f"the runner failed to start the run: {type(e).__name__}: {e}") from None
-        source_thread, source_run = getattr(started, "thread_id", None), getattr(started, "run_id", None)
-        if not (isinstance(source_thread, str) and source_thread.strip() and isinstance(source_run, str)
-                and source_run.strip()):
-            raise _refuse(500, "harness_agui.harness_failed",
-                          f"the runner's run has no thread_id and run_id: {source_thread!r}, {source_run!r}")
-        wire = WireRun(run_input.thread_id, run_input.run_id, source_thread, source_run)
-        try:
-            bound = await asyncio.to_thread(self.stores.bindings.bind, wire)
-        except ValueError as e:  # the runner gave a Harness run id that is bound to another request
-            started.cancel()
-            raise _refuse(500, "harness_agui.harness_failed", str(e)) from None
-        self._remember(bound)
-        if bound != wire:  # the run id was taken first (by another Thread, or this request sent twice)
-            started.cancel()
-            if bound.wire_thread_id != wire.wire_thread_id:
-                raise _run_conflict(wire.wire_run_id)
-            return bound
-        self.supervisor.start_run(started, wire=wire)
-        await self.supervisor.registered(source_run)
-        return wire
 
     async def _run_of_path(self, request: Request, action: str) -> WireRun:
         # The Run a /threads/{thread_id}/runs/{run_id} route names, once the request may ``action`` it.
@@ -687,54 +605,6 @@ class AguiServer:
         if verdict is not True:
             raise _refuse(403, "forbidden", f"not allowed to {context.action} run {context.run_id!r}")
 
-    async def _binding(self, run_id: str, looked_up: _LookedUp | None = None) -> WireRun | None:
-        # The binding of a client's run id (cached: bindings never change); a Run journaled without one
-        # (and whose id is not another Run's source id) is named by its own ids. ``looked_up``: what
-        # ``_look_up`` found already.
-        known = self._remembered(run_id)
-        if known is not None:
-            return known
-        if looked_up is None:
-            looked_up = await asyncio.to_thread(self._look_up, run_id)  # one hop for the lookups
-        known, harness_id, journaled = looked_up
-        if known is None:
-            if harness_id:
-                return None  # a Harness's id, not a client's
-            thread_id = self.supervisor.thread_here(run_id) or journaled  # this process's Run, else the journal's
-            if thread_id is None:
-                return None
-            known = WireRun.same(thread_id, run_id)
-        self._remember(known)
-        return known
-
-    def _remembered(self, run_id: str) -> WireRun | None:
-        # The binding this process looked up or made for a client's run id (a start remembers its binding
-        # before it releases its Thread's lock); None if it has none in memory.
-        known = self._known.get(run_id)
-        if known is not None:
-            self._known.move_to_end(run_id)
-        return known
-
-    def _start_reads(self, thread_id: str, run_id: str, looking: bool) -> tuple[tuple[WireRun, ...], _LookedUp | None]:
-        # In a worker thread: a POST's Thread bindings, and (``looking``) the lookup of its run id.
-        return self.stores.bindings.runs_of(thread_id), self._look_up(run_id) if looking else None
-
-    def _look_up(self, run_id: str) -> _LookedUp:
-        # In a worker thread: the binding of a client's run id; else whether it is a Harness's (bound) id;
-        # else the Thread the journal holds for it (None for a child Run's id or a Run not journaled).
-        bindings = self.stores.bindings
-        known = bindings.source_of(run_id)
-        if known is not None:
-            return known, False, None
-        if bindings.wire_of(run_id) is not None:
-            return None, True, None
-        return None, False, self.supervisor.journaled_thread(run_id)
-
-    def _remember(self, wire: WireRun) -> None:
-        self._known[wire.wire_run_id] = wire
-        if len(self._known) > _KNOWN_CACHE:
-            self._known.popitem(last=False)
-
     async def _after(self, request: Request, wire: WireRun, *, query: bool) -> int:
         value = request.headers.get("last-event-id")
         if value is None and query:
@@ -749,27 +619,6 @@ class AguiServer:
                 raise _refuse(400, "bad_last_event_id", f"run {wire.wire_run_id!r}: event id {value} was never "
                                                         f"assigned (the last is {last})")
         return after
-
-    @contextlib.asynccontextmanager
-    async def _thread_lock(self, thread_id: str) -> AsyncIterator[None]:
-        # One start at a time per Thread: an asyncio lock here, and on PostgreSQL the Thread's lock in the
-        # database too (``host.postgres.locks``), held until the new Run is registered.
-        entry = self._locks.get(thread_id)
-        if entry is None:
-            entry = self._locks[thread_id] = (asyncio.Lock(), [0])
-        lock, users = entry
-        users[0] += 1
-        try:
-            async with lock:
-                if self._thread_locks is None:
-                    yield
-                else:
-                    async with self._thread_locks.hold(thread_id):
-                        yield
-        finally:
-            users[0] -= 1
-            if not users[0]:
-                del self._locks[thread_id]
 
     def _stream(self, run_id: str, after: int, *, late_joiner: bool = False, cancel: bool = False,
                 held: HeldByClient | None = None) -> Response:

@@ -299,13 +299,13 @@ def test_a_new_run_is_looked_up_once_and_the_same_run_posted_twice_at_once_is_st
     runner = Naming(pace=0.01)
     server = AguiServer(runner, database=tmp_path / "host.db", synchronous="NORMAL")
     looked_up: list[str] = []
-    look_up = server._look_up
+    look_up = server.supervisor._starts._look_up
 
     def counted(run_id: str) -> Any:
         looked_up.append(run_id)
         return look_up(run_id)
 
-    server._look_up = counted  # type: ignore[method-assign]
+    server.supervisor._starts._look_up = counted  # type: ignore[method-assign]
 
     async def scenario() -> tuple[list[str], list[str], str]:
         async with serving(server) as base, httpx.AsyncClient(timeout=30) as client:

@@ -308,16 +308,16 @@ def test_a_recovered_run_reports_its_committed_last_event_id_while_its_driver_is
 # -- a Run started here: resumed from nothing in one read, or rebuilt when the logs hold some of it ----------
 
 def _counting_rebuilds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    from harness_agui.host import supervisor
+    from harness_agui.host import driver
 
     rebuilt: list[str] = []
-    rebuild = supervisor.rebuild
+    rebuild = driver.rebuild
 
     async def counted(run_id: str, *args: Any, **kwargs: Any) -> Any:
         rebuilt.append(run_id)
         return await rebuild(run_id, *args, **kwargs)
 
-    monkeypatch.setattr(supervisor, "rebuild", counted)
+    monkeypatch.setattr(driver, "rebuild", counted)
     return rebuilt
 
 
@@ -385,3 +385,27 @@ def test_a_run_started_here_that_the_log_ended_before_its_first_item_stays_ended
         assert [d.event_type for d in log.replay("run-ended")] == ["RUN_ERROR"]
         assert journal.cursor("run-ended") is None
     assert rebuilt == ["run-ended"]
+
+
+# -- one owner -------------------------------------------------------------------------------------------------
+
+def test_only_the_supervisors_modules_start_or_drive_a_run() -> None:
+    # A reader finds who starts a Run in one place: a runner's start (``.start(run_input, ...)``) and the
+    # driving of what it started (``start_run``) are called in host.starts only, a driver made in
+    # host.supervisor only.
+    import ast
+
+    import harness_agui
+
+    package = Path(harness_agui.__file__).parent
+    callers: dict[str, set[str]] = {}
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if (name == "start" and node.args) or name in ("start_run", "RunDriver"):
+                callers.setdefault(name, set()).add(path.relative_to(package).as_posix())
+    assert callers == {"start": {"host/starts.py"}, "start_run": {"host/starts.py"},
+                       "RunDriver": {"host/supervisor.py"}}

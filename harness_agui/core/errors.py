@@ -29,7 +29,9 @@
 #     ├── WriterClosedError (also RuntimeError) a write handed to a closed writer; nothing was written (host.batch)
 #     ├── RunRefused (also ValueError)          a request no Run is started for; nothing was written (host.runner)
 #     │   ├── ThreadConflictError               ... 409: it disagrees with the Thread's journal (serve_a13n)
-#     │   └── RunInputError                     ... 422: it cannot become an a13n Run (serve_a13n)
+#     │   ├── RunInputError                     ... 422: it cannot become an a13n Run (serve_a13n)
+#     │   ├── RunConflictError                  ... 409: its run id is another Thread's Run (host.starts)
+#     │   └── HarnessStartError                 ... 500: the runner failed to start it (host.starts)
 #     └── PostgresNotFoundError (also RuntimeError)  no PostgreSQL binaries on this machine (testing.postgres)
 #
 # The drawing is checked against the classes (tests/test_error_tree.py): each

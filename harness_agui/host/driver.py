@@ -1,0 +1,564 @@
+# A Run's driver: the one task that takes a Run's Harness stream, projects
+# it and commits it (the run supervisor, ``host.supervisor``, makes one per
+# Run it drives, and forgets the Run when its driver returns).
+#
+#   resume     ``projector.rebuild``: a fresh observer is resumed from the
+#              journal through the delivery cursor and checked against what
+#              was delivered; the driver then holds the Run's stream cursor,
+#              delivery cursor and last event id in memory (a Run started
+#              here that neither log holds anything of starts from nothing,
+#              after one read of both);
+#   backlog    items journaled but not yet recorded (a crash between the two
+#              in an earlier release, or another ingest process) are
+#              projected and recorded;
+#   live       the Harness stream (the runner's items for a new Run, the
+#              ``reattach`` stream after a restart or a takeover) is read by
+#              an ingest task into a bounded queue; the driver takes what is
+#              queued, checks each item once against its in-memory stream
+#              cursor (``core.history.advance_stream``), projects it
+#              (``observe_encoded``), and hands the journal rows and the
+#              event rows of the whole lot to the database's writer as one
+#              ``StreamWrite`` (``host.batch``: group commit). Once that is
+#              committed, the events go to the Run's followers in memory
+#              (``host.feed``). An item the process holds is never read back
+#              from the database, and never decoded again.
+#
+# Without a Harness stream (a recovered Run and no ``reattach``), the driver
+# follows the journal's tail instead and records what someone else appends.
+#
+# A Run must end for its followers even when it cannot end normally: when
+# the projection refuses an item (or the processor raises), when the Harness
+# stream raises, ends without its result, or yields an item out of order,
+# or when the database cannot store what the driver writes, one RUN_ERROR is
+# committed as the Run's last event, with a code saying which
+# (``host.supervisor.FAILURE_CODES``), in the same transaction as the items
+# before it; the journal keeps every item it accepted (the refused one too).
+# Items queued before the Harness failed are projected first, so the
+# RUN_ERROR comes after their events. A Run whose writes another projector's
+# rows or a lost lease refuse (``ProjectorConflictError``,
+# ``LeaseLostError``) is left to that projector: this driver stops, and its
+# followers read the delivery log. While a late joiner's catch-up is taken of
+# the Run's observer (``host.followers``), the driver holds still.
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+from ag_ui.core import RunErrorEvent
+
+from ..core.errors import AfterTerminalError, HistoryError, SequenceOrderError
+from ..core.history import StreamCursor, advance_stream
+from ..core.observer import HarnessAguiObserver
+from ..core.reduce import Processor
+from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
+from ..wire.agui import agui_to_json
+from ..wire.codec import encode
+from .batch import BatchWriter, GroupCommit
+from .bindings import WireRun
+from .checks import Cursor
+from .errors import ProjectorConflictError, StorageError
+from .feed import RunFeed
+from .projector import rebuild
+from .protocols import Stores
+from .runner import StartedRun
+from .writes import Head, Journaled, Recorded, StreamWrite
+
+if TYPE_CHECKING:
+    from .postgres import Lease
+
+__all__ = ["RunDriver", "DrivenRun", "close_stream"]
+
+log = logging.getLogger("harness_agui.host.supervisor")
+
+
+@attrs.frozen
+class _End:
+    """The Harness stream ended (``error`` None), raised ``error``, or was stopped by a cancel
+    (``cancelled``); ``items`` is how many items it gave."""
+
+    error: BaseException | None = None
+    cancelled: bool = False
+    items: int = 0
+
+
+_SOURCE_ITEMS = (HarnessEvent, HarnessRunResultEvent)
+
+
+@attrs.define(eq=False)
+class DrivenRun:
+    """A Run driven by this process: its driver's in-memory state (see the module comment), and the
+    ``feed`` its followers here read."""
+
+    run_id: str
+    thread_id: str
+    feed: RunFeed
+    source: AsyncIterable[HarnessStreamEvent] | None = None  # a POSTed Run's stream, until its driver takes it
+    wire: WireRun | None = None  # how its clients name it (None: by the journal's ids)
+    started: StartedRun | None = None  # the runner's Run (None: recovered or taken over)
+    reattached: bool = False  # its stream is ``reattach``'s (after a restart or a takeover)
+    task: asyncio.Task[Any] | None = None
+    ingest: asyncio.Task[None] | None = None
+    stopping: bool = False  # cancelled, and the driver stops reading its stream itself
+    registered: asyncio.Event = attrs.field(factory=asyncio.Event)  # PostgreSQL: its lease was taken (or not)
+    lease: Lease | None = None
+    observer: HarnessAguiObserver | None = None
+    cursor: StreamCursor = attrs.field(factory=StreamCursor)  # the stream after the last recorded item
+    journal_end: int | None = None  # the journal's last position
+    delivered: tuple[int, int] | None = None  # the stored (cursor, last event id); None: no delivery row
+    last_event_id: int = 0
+    ended: bool = False
+    catching: asyncio.Future[tuple[int, bytes]] | None = None  # a catch-up being taken
+    caught: tuple[int, bytes] | None = None  # the last catch-up: (event id it covers, its frames)
+
+    @property
+    def named(self) -> str:
+        """The Run as its clients name it, for the messages they are sent: ``run 'r-1'`` (their run id)."""
+        return f"run {(self.run_id if self.wire is None else self.wire.wire_run_id)!r}"
+
+
+class RunDriver:
+    """Drives Runs on one database, one task per Run (see the module comment): the supervisor's
+    ``stores``, ``processor``, ``observer_options`` and batch sizes, and the database's writer
+    (``group_commit``), made on first use. ``wait_remote``: how often a Run without a Harness stream
+    looks for what another process appended to its journal."""
+
+    def __init__(self, stores: Stores, *, processor: Processor | None, observer_options: Mapping[str, Any],
+                 group_commit: GroupCommit | None, batch_items: int, queue_items: int, wait_remote: float) -> None:
+        self.stores = stores
+        self.journal = stores.journal
+        self.deliveries = stores.deliveries
+        self.processor = processor
+        self.observer_options = observer_options
+        self._group_commit = group_commit
+        self._batch_items = batch_items
+        self._queue_items = queue_items
+        self._wait_remote = wait_remote
+        self._writer: BatchWriter | None = None
+
+    @property
+    def writer(self) -> BatchWriter:
+        """The database's writer (made on first use)."""
+        if self._writer is None:
+            self._writer = self.stores.writer(self._group_commit)
+        return self._writer
+
+    async def close(self) -> None:
+        """Commit what the writer holds and close it (once every driver has stopped)."""
+        if self._writer is not None:
+            await asyncio.to_thread(self._writer.close)
+
+    async def drive(self, run: DrivenRun) -> None:
+        """Drive ``run`` to its end (see the module comment); raises ``ProjectorConflictError`` (a lease
+        lost) and what says the database is out of reach only for a Run driven under a lease, for the
+        ``Worker`` to count or to try again later. The caller forgets the Run afterwards."""
+        source, run.source = run.source, None
+        ingest: asyncio.Task[None] | None = None
+        try:
+            if not await self._resume(run):
+                return
+            await self._backlog(run)
+            if run.ended:
+                return
+            if run.stopping:  # cancelled before its stream was read
+                await self._give_up(run, "harness_agui.cancelled", f"{run.named} was cancelled")
+                return
+            if source is None and run.journal_end is None:  # bound, never journaled, and no Harness to ask
+                await self._give_up(run, "harness_agui.harness_lost",
+                                    f"{run.named} was found without any item after a restart or a takeover, "
+                                    "and there is no Harness to continue it (no reattach)")
+                return
+            if source is None:
+                await self._follow_journal(run)
+                return
+            queue: asyncio.Queue[HarnessStreamEvent | _End] = asyncio.Queue(self._queue_items)
+            ingest = run.ingest = asyncio.create_task(_ingest(source, queue, lambda: run.stopping),
+                                                      name=f"harness-agui ingest {run.run_id}")
+            source = None
+            await self._live(run, queue)
+        except asyncio.CancelledError:
+            raise
+        except ProjectorConflictError as e:  # another projector (or the lease's new holder) goes on
+            log.warning("run %r: another projector owns the run; this one stops: %s", run.run_id, e)
+            if run.lease is not None:
+                raise  # the Worker counts it
+        except Exception as e:
+            if self.stores.lost(e):  # the database is out of reach: no RUN_ERROR can be written either
+                log.warning("run %r: the database cannot be reached (%s: %s); the run is left for later",
+                            run.run_id, type(e).__name__, e)
+                if run.lease is not None:
+                    raise  # the Worker tries the Run again later
+            log.exception("run %r: the run's driver failed", run.run_id)
+            if not run.ended:
+                await self._give_up(run, "harness_agui.storage_failed",
+                                    f"{run.named}: the database could not store the run: "
+                                    f"{type(e).__name__}: {e}")
+        finally:
+            if ingest is not None:
+                ingest.cancel()
+                await asyncio.gather(ingest, return_exceptions=True)
+            await close_stream(source)
+            if run.catching is not None:
+                await asyncio.gather(run.catching, return_exceptions=True)
+
+
+    async def _resume(self, run: DrivenRun) -> bool:
+        # Rebuild the projection through the delivery cursor; False when the Run has ended (or cannot go on).
+        wire = run.wire
+        named = wire is not None and (wire.wire_thread_id, wire.wire_run_id) != (wire.source_thread_id,
+                                                                                 wire.source_run_id)
+        observer = HarnessAguiObserver(self.processor, **self.observer_options,
+                                       client_thread_id=wire.wire_thread_id if named else None,  # type: ignore[union-attr]
+                                       client_run_id=wire.wire_run_id if named else None)  # type: ignore[union-attr]
+        if run.started is not None:  # started here: most often a Run neither log holds anything of
+            try:
+                blank = await asyncio.to_thread(self._blank, run.run_id)
+            except Exception:  # noqa: BLE001 - the rebuild below reads the same and meets the same error
+                blank = None
+            if blank is not None:  # what the rebuild below would find, read in one hop instead of two
+                run.observer = observer
+                run.last_event_id, run.delivered = 0, None
+                run.feed.reset(0)
+                run.cursor, run.journal_end = blank, None
+                return True
+        try:
+            rebuilt = await rebuild(run.run_id, self.journal, self.deliveries, observer)
+        except (ProjectorConflictError, StorageError):
+            raise
+        except Exception as e:
+            if self.stores.lost(e):
+                raise
+            log.error("run %r: the projection cannot be rebuilt: %s: %s", run.run_id, type(e).__name__, e)
+            await self._fail_unrebuilt(run, e)
+            return False
+        run.observer = observer
+        run.last_event_id = rebuilt.last_event_id
+        run.delivered = None if rebuilt.cursor is None else (rebuilt.cursor, rebuilt.last_event_id)
+        if rebuilt.ended:
+            run.ended = True
+            run.feed.reset(rebuilt.last_event_id, finished=True)
+            return False
+        # The feed knows what was committed before the Run goes on: from here ``last_event_id()`` answers
+        # from it, so a client reconnecting while the journal is read below is not told "never assigned".
+        run.feed.reset(rebuilt.last_event_id)
+        run.cursor, run.journal_end = await asyncio.to_thread(self._journal_at, run.run_id, rebuilt.cursor)
+        return True
+
+    def _blank(self, run_id: str) -> StreamCursor | None:
+        # In a worker thread: the stream's cursor before its first item when neither the journal nor the
+        # delivery log holds anything of the Run (else None: the Run is rebuilt). A Run with no item
+        # recorded and no event has not finished either: its end is an event.
+        if self.journal.cursor(run_id) is not None or self.deliveries.cursor(run_id) is not None \
+                or self.deliveries.last_event_id(run_id):
+            return None
+        return self.journal.stream_cursor(run_id, through=None)
+
+    def _journal_at(self, run_id: str, through: Cursor) -> tuple[StreamCursor, Cursor]:
+        # In a worker thread: the stream's cursor after ``through`` and the journal's last position.
+        return self.journal.stream_cursor(run_id, through=through), self.journal.cursor(run_id)
+
+    async def _backlog(self, run: DrivenRun) -> None:
+        # Project and record the items journaled after the delivery cursor (recorded nowhere yet).
+        end = run.journal_end
+        if end is None or run.cursor.next_position > end:
+            return
+        remaining = end - run.cursor.next_position + 1
+        tail = self.journal.tail(run.run_id, after=run.cursor.last_position)
+        try:
+            batch: list[HarnessStreamEvent] = []
+            async for item in tail:
+                batch.append(item)
+                remaining -= 1
+                if len(batch) == self._batch_items or not remaining:
+                    if await self._step(run, batch, journaled=True):
+                        return
+                    batch = []
+                if not remaining:
+                    return
+        finally:
+            await close_stream(tail)
+
+    async def _follow_journal(self, run: DrivenRun) -> None:
+        # No Harness stream here: record what another process appends to the journal, to the end.
+        tail = self.journal.tail(run.run_id, after=run.cursor.last_position, poll_interval=self._wait_remote)
+        try:
+            async for item in tail:
+                if await self._step(run, [item], journaled=True):
+                    return
+        finally:
+            await close_stream(tail)
+
+    async def _live(self, run: DrivenRun, queue: asyncio.Queue[HarnessStreamEvent | _End]) -> None:
+        limit = self._batch_items
+        while True:
+            taken: list[HarnessStreamEvent | _End] = [await queue.get()]
+            while len(taken) < limit and not queue.empty():
+                taken.append(queue.get_nowait())
+            items: list[HarnessStreamEvent] = []
+            end: _End | None = None
+            for entry in taken:
+                if isinstance(entry, _End):
+                    end = entry
+                    break
+                items.append(entry)
+            if items and await self._step(run, items, journaled=False):
+                return
+            if end is not None:
+                if end.cancelled:
+                    await self._give_up(run, "harness_agui.cancelled",
+                                        f"{run.named} was cancelled: the server stopped reading its "
+                                        "Harness stream")
+                elif end.error is None and run.reattached and not end.items:
+                    await self._give_up(run, "harness_agui.harness_lost",
+                                        f"{run.named} was found unfinished after a restart or a takeover, "
+                                        "and its Harness had nothing more to send: the Harness Run was lost with "
+                                        "its process")
+                elif end.error is None:
+                    await self._give_up(run, "harness_agui.harness_ended",
+                                        f"the Harness stream of {run.named} ended without the run's result")
+                else:
+                    await self._give_up(run, "harness_agui.harness_failed",
+                                        f"the Harness stream of {run.named} failed: "
+                                        f"{type(end.error).__name__}: {end.error}")
+                return
+
+    async def _step(self, run: DrivenRun, items: list[HarnessStreamEvent], *, journaled: bool) -> bool:
+        # Project and commit ``items`` (appending them too unless ``journaled``); True once the Run has ended.
+        while items:
+            await self._hold_for_catch_up(run)
+            plan = self._prepare(run, items, journaled=journaled)
+            if plan.write is not None:
+                await self._commit(run, plan)
+            if run.ended:
+                return True
+            items = items[plan.taken:]
+            if plan.resent is not None:
+                items = items[1:]
+                refusal = await self._check_resent(run, plan.resent)
+                if refusal is not None:
+                    await self._give_up(run, "harness_agui.source_refused", refusal)
+                    return True
+        return False
+
+    def _prepare(self, run: DrivenRun, items: list[HarnessStreamEvent], *, journaled: bool) -> _Plan:
+        # One check per item (its order, against the in-memory stream cursor), its projection, and the
+        # rows that commit both; stops at an item to compare with the journal (a resend) or at a failure.
+        root = run.run_id
+        observer = run.observer
+        assert observer is not None
+        cursor = run.cursor
+        last_id = run.last_event_id
+        rows: list[Journaled] = []
+        heads: dict[str, Head] = {}
+        events: list[Recorded] = []
+        children: dict[str, Head] = {}
+        failure: tuple[str, str] | None = None
+        resent: HarnessStreamEvent | None = None
+        taken = 0
+        for item in items:
+            if type(item) not in _SOURCE_ITEMS:  # the Harness's fault, not the database's
+                failure = ("harness_agui.source_refused", f"{run.named}: the Harness yielded a "
+                                                          f"{type(item).__name__}, not a source item")
+                break
+            try:
+                after = advance_stream(cursor, item)
+            except HistoryError as e:
+                if not journaled and isinstance(e, (SequenceOrderError, AfterTerminalError)) and _resent(cursor, item):
+                    resent = item
+                else:
+                    code = "harness_agui.projection_failed" if journaled else "harness_agui.source_refused"
+                    failure = (code, f"run {root!r}: the Harness item at sequence {item.sequence} is out of order: "
+                                     f"{type(e).__name__}: {e}")
+                break
+            position = after.next_position - 1
+            if not journaled:
+                own = after.cursor_of(item.run_id)
+                assert own is not None
+                # A result's line is written by the store, in its worker thread: its state may hold a long
+                # Thread's whole history (a13n-harness), too much to encode on the event loop.
+                line = None if type(item) is HarnessRunResultEvent else encode(item)
+                rows.append(Journaled(position, item.run_id, item.sequence, item.thread_id, own.finished, line, item))
+                heads[item.run_id] = Head(item.run_id, item.thread_id, item.sequence, own.finished, position)
+                if item.run_id != root:
+                    top = after.root
+                    heads[root] = Head(root, str(top.thread_id), top.next_sequence - 1, top.finished, position)
+            taken += 1
+            try:
+                encoded = observer.observe_encoded(item)
+            except Exception as e:
+                failure = ("harness_agui.projection_failed",
+                           f"the projection of run {root!r} failed at the source item at sequence {item.sequence}: "
+                           f"{type(e).__name__}: {e}")
+                break
+            for kind, data in encoded:
+                last_id += 1
+                events.append(Recorded(last_id, position, kind, data))
+            if item.run_id != root:
+                kid = after.children[item.run_id]
+                children[item.run_id] = Head(item.run_id, item.thread_id, item.sequence, kid.finished)
+            cursor = after
+            if after.finished:
+                break
+        if not rows and cursor is run.cursor and failure is None:
+            return _Plan(None, cursor, taken, resent, False)
+        position = -1 if cursor.last_position is None else cursor.last_position
+        if failure is not None:
+            code, message = failure
+            log.error("run %r ended with RUN_ERROR %s: %s", root, code, message)
+            last_id += 1
+            events.append(Recorded(last_id, position, "RUN_ERROR", _run_error(code, message)))
+        top = cursor.root
+        write = StreamWrite(
+            root_run_id=root, thread_id=run.thread_id,
+            journal_last=run.journal_end, items=tuple(rows), heads=tuple(heads.values()),
+            records=True, delivered=run.delivered, events=tuple(events), cursor=position, last_event_id=last_id,
+            finished=cursor.finished or failure is not None,
+            root_last_sequence=top.next_sequence - 1 if top.started else -1, children=tuple(children.values()),
+            lease=run.lease)
+        return _Plan(write, cursor, taken, resent, write.finished)
+
+    async def _commit(self, run: DrivenRun, plan: _Plan) -> None:
+        write = plan.write
+        assert write is not None
+        try:
+            await self.writer.submit(write)
+        except (ProjectorConflictError, asyncio.CancelledError):
+            raise
+        except Exception as e:
+            if self.stores.lost(e):
+                raise
+            log.error("run %r: the database refused a write: %s: %s", run.run_id, type(e).__name__, e)
+            await self._give_up(run, "harness_agui.storage_failed",
+                                f"{run.named}: the database could not store the run's items: "
+                                f"{type(e).__name__}: {e}")
+            return
+        run.cursor = plan.cursor
+        if write.items:
+            run.journal_end = write.items[-1].position
+        run.delivered = (write.cursor, write.last_event_id)
+        run.last_event_id = write.last_event_id
+        run.ended = plan.ends
+        run.feed.publish(((e.event_id, e.data) for e in write.events), finished=plan.ends)
+
+    async def _give_up(self, run: DrivenRun, code: str, message: str) -> None:
+        # End the Run for its followers with one RUN_ERROR after what is committed.
+        if run.ended:
+            return
+        log.error("run %r ended with RUN_ERROR %s: %s", run.run_id, code, message)
+        position = -1 if run.delivered is None else run.delivered[0]
+        event = Recorded(run.last_event_id + 1, position, "RUN_ERROR", _run_error(code, message))
+        top = run.cursor.root
+        write = StreamWrite(root_run_id=run.run_id, thread_id=run.thread_id, records=True, delivered=run.delivered,
+                            events=(event,), cursor=position, last_event_id=event.event_id, finished=True,
+                            root_last_sequence=top.next_sequence - 1 if top.started else -1, lease=run.lease)
+        try:
+            await self.writer.submit(write)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            log.error("run %r: could not record the RUN_ERROR (%s: %s): %s: %s", run.run_id, code, message,
+                      type(e).__name__, e)
+            run.ended = True
+            return
+        run.delivered = (position, event.event_id)
+        run.last_event_id = event.event_id
+        run.ended = True
+        run.feed.publish([(event.event_id, event.data)], finished=True)
+
+    async def _fail_unrebuilt(self, run: DrivenRun, error: BaseException) -> None:
+        # The projection could not be rebuilt from the journal: end the Run after what was delivered.
+        cursor = await asyncio.to_thread(self.deliveries.cursor, run.run_id)
+        last = await asyncio.to_thread(self.deliveries.last_event_id, run.run_id)
+        run.delivered = None if cursor is None else (cursor, last)
+        run.last_event_id = last
+        run.feed.reset(last)
+        where = "its start" if cursor is None else f"position {cursor}"
+        await self._give_up(run, "harness_agui.projection_failed",
+                            f"the projection of {run.named} could not be rebuilt through {where}: "
+                            f"{type(error).__name__}: {error}")
+
+    async def _check_resent(self, run: DrivenRun, item: HarnessStreamEvent) -> str | None:
+        # An item at a stored sequence (a re-attached Harness resending from earlier): harmless when it is
+        # the stored item, a refusal (why, as text) when it differs.
+        try:
+            written = await asyncio.to_thread(self.journal.append, item, root_run_id=run.run_id)
+        except HistoryError as e:
+            return (f"{run.named}: the Harness item at sequence {item.sequence} differs from the one stored: "
+                    f"{type(e).__name__}: {e}")
+        if written:  # the journal did not hold it after all: the driver's view is stale
+            raise ProjectorConflictError(run_id=run.run_id, cursor=run.journal_end, found=None, reason=(
+                "the journal changed under this driver (an item it had counted was not stored)"))
+        return None
+
+    async def _hold_for_catch_up(self, run: DrivenRun) -> None:
+        # The observer must not move while a catch-up is taken of it in a worker thread.
+        catching = run.catching
+        if catching is not None and not catching.done():
+            await asyncio.wait({catching})
+
+
+@attrs.frozen
+class _Plan:
+    """What ``_prepare`` made of a run of items: the write (None: nothing to commit), the stream cursor
+    after the items it projected, how many items it took, an item to compare with the journal before
+    going on, and whether the write ends the Run."""
+
+    write: StreamWrite | None
+    cursor: StreamCursor
+    taken: int
+    resent: HarnessStreamEvent | None
+    ends: bool
+
+
+def _resent(cursor: StreamCursor, item: HarnessStreamEvent) -> bool:
+    # An item at a sequence its Run has already passed: perhaps the stored item sent again.
+    own = cursor.cursor_of(item.run_id)
+    return own is not None and item.sequence < own.next_sequence
+
+
+def _run_error(code: str, message: str) -> str:
+    return agui_to_json(RunErrorEvent(message=message, code=code, timestamp=int(time.time() * 1000)))
+
+
+async def _ingest(source: AsyncIterable[HarnessStreamEvent], queue: asyncio.Queue[HarnessStreamEvent | _End],
+                  stopping: Callable[[], bool]) -> None:
+    # Read the Harness stream into the driver's queue (bounded: a Harness runs at most that far ahead).
+    # Whatever the stream raises (SystemExit and KeyboardInterrupt included: a Harness must not take the
+    # server down) ends the Run; only a cancellation goes through: the driver's (it stops), or a cancel of
+    # the Run (``stopping()``), after which the stream is closed and the Run ends cancelled.
+    iterator = aiter(source)
+    count = 0
+    try:
+        try:
+            async for item in iterator:
+                await queue.put(item)
+                count += 1
+            end = _End(items=count)
+        except asyncio.CancelledError:
+            if not stopping():
+                raise
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            end = _End(cancelled=True, items=count)
+        except BaseException as e:  # noqa: B036 - see above: the Harness is contained, whatever it raises
+            end = _End(e, items=count)
+        await queue.put(end)
+    finally:
+        await close_stream(iterator)
+
+
+async def close_stream(stream: object) -> None:
+    # Close a Harness stream (an async generator's ``aclose``), whatever its clean-up raises.
+    close = getattr(stream, "aclose", None)
+    if close is not None:
+        try:
+            await close()
+        except asyncio.CancelledError:
+            raise
+        except BaseException:  # noqa: B036 - a Harness stream's clean-up never takes the server down
+            log.warning("closing a Harness stream raised", exc_info=True)
