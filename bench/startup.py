@@ -1,8 +1,9 @@
 # How long `harness-agui serve app:agent` takes from its launch to answering, and how much of that is the app's
 # own import (issue 39's "listening within 2 s"). Interleaved, in fresh processes, ``--repeats`` times:
 #   - python: `python -c pass` (the interpreter's own start);
-#   - floor: a process that imports a13n-harness and builds the agent (`harness_agui.a13n_demo:agent`, which
-#     imports nothing else of harness-agui) and prints a line: what any app serving that agent pays first;
+#   - floor: a process that imports a13n-harness and builds the agent (`harness_agui.a13n.demo:agent`, which
+#     imports nothing else of harness-agui but the a13n package's release check) and prints a line: what any
+#     app serving that agent pays first;
 #   - serve (this tree) and, with ``--before TREE``, serve from another source tree (a `git archive` of an
 #     earlier commit): `harness-agui serve APP --port 0` on a fresh SQLite file, timed from the launch to the
 #     "serving" line, to the first accepted TCP connection and to the first 200 on GET /health.
@@ -33,7 +34,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
-FLOOR = "from harness_agui.a13n_demo import agent; print('built', flush=True)"
+FLOOR = "from harness_agui.a13n.demo import agent; print('built', flush=True)"
 
 
 def cpu_s(pid: int) -> float:

@@ -3,10 +3,10 @@
     harness-agui serve examples.a13n_agent:agent   # serve it (AG-UI over HTTP; any AG-UI client)
     python examples/a13n_agent.py                  # three turns through the runner, on a SQLite journal
 
-``agent`` is the a13n-harness ``ExecutableAgent`` of ``harness_agui.a13n_demo`` (what ``harness-agui serve
+``agent`` is the a13n-harness ``ExecutableAgent`` of ``harness_agui.a13n.demo`` (what ``harness-agui serve
 --demo`` serves): read that module for how it is built. Its model is pydantic-ai's ``FunctionModel``
 playing a scripted model, so it runs offline and the same way every time; ``runner`` serves it
-(``harness_agui.serve_a13n``).
+(``harness_agui.a13n.runner``).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from typing import Any
 
 from ag_ui.core import RunAgentInput
 
-from harness_agui.a13n_demo import agent
-from harness_agui.serve_a13n import A13nRunner
+from harness_agui.a13n.demo import agent
+from harness_agui.a13n.runner import A13nRunner
 
 runner = A13nRunner(agent)
 

@@ -639,10 +639,10 @@ def _served(args: argparse.Namespace, server_class: Any) -> _Served:
     if args.demo:
         options = _options(args, DEMO_DATABASE)
         if not args.simulated and importlib.util.find_spec("a13n_harness") is not None:
-            from .a13n_demo import agent
+            from .a13n.demo import agent
 
             server = _opened(lambda: server_class.for_agent(agent, **options), options)
-            return _of_server(server, "the a13n-harness demo agent (harness_agui.a13n_demo)")
+            return _of_server(server, "the a13n-harness demo agent (harness_agui.a13n.demo)")
         from .serve import demo_harness
 
         runner, reattach = demo_harness(pace=args.pace)
@@ -932,7 +932,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("target", metavar="MODULE:ATTR", nargs="?",
                        help="what to serve, e.g. examples.a13n_agent:agent")
     serve.add_argument("--demo", action="store_true",
-                       help="serve the a13n-harness demo agent (harness_agui.a13n_demo: a tool, a subagent, an "
+                       help="serve the a13n-harness demo agent (harness_agui.a13n.demo: a tool, a subagent, an "
                             "approval) when the a13n extra is installed, else the simulated Harness")
     serve.add_argument("--simulated", action="store_true",
                        help="with --demo: the simulated Harness even when a13n-harness is installed")

@@ -228,7 +228,7 @@ class AguiServer:
     """The AG-UI endpoints over a source journal and a delivery log, as a Starlette app (``app``).
 
     ``runner`` is the Host's Harness: an object with ``start()`` (``host.runner.Runner``; an
-    a13n-harness agent's is ``serve_a13n.A13nRunner``, or use ``AguiServer.for_agent``), or a plain
+    a13n-harness agent's is ``a13n.runner.A13nRunner``, or use ``AguiServer.for_agent``), or a plain
     async callable that yields the items of the Run a request names (``RunnerCallable``). The stores
     are either given (``journal`` and ``deliveries``: the SQLite or the PostgreSQL ones of ONE
     database, since an item and its events are committed together) or opened on ``database``
@@ -376,7 +376,7 @@ class AguiServer:
         **server_options)``, where the server's options are the keywords this class takes (``database=``,
         ``authorize=``, ...) and every other keyword is an ``agent.stream()`` option. Raises as both
         constructors do."""
-        from .serve_a13n import A13nRunner
+        from .a13n.runner import A13nRunner
 
         server_options = {k: v for k, v in options.items() if k in _SERVER_OPTIONS}
         stream_options = {k: v for k, v in options.items() if k not in _SERVER_OPTIONS}

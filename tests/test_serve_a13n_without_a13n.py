@@ -1,4 +1,4 @@
-"""harness_agui.serve_a13n imports without a13n-harness; using it says how to get it."""
+"""harness_agui.a13n.runner imports without a13n-harness; using it says how to get it."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from harness_agui import serve_a13n
+from harness_agui.a13n import runner as serve_a13n
 
 
 def test_the_runner_names_the_extra_it_needs_when_a13n_harness_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:

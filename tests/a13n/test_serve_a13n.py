@@ -1,4 +1,4 @@
-# harness_agui.serve_a13n on real a13n-harness Runs (pydantic-ai FunctionModel, offline).
+# harness_agui.a13n.runner on real a13n-harness Runs (pydantic-ai FunctionModel, offline).
 #
 # Each request goes through what the server does with a runner, spelt out on
 # the Host kit (``Host`` below): ``runner.start``, every item journaled under
@@ -41,15 +41,7 @@ from pydantic_ai.messages import (  # noqa: E402
 from pydantic_ai.models.function import FunctionModel  # noqa: E402
 
 from harness_agui.a13n import from_a13n, to_a13n  # noqa: E402
-from harness_agui.core.source import (  # noqa: E402
-    ExtensionEvent,
-    HarnessEvent,
-    HarnessRunResultEvent,
-    InputEvent,
-    ToolResultEvent,
-)
-from harness_agui.host import SqliteDeliveryLog, SqliteSourceJournal, project_run  # noqa: E402
-from harness_agui.serve_a13n import (
+from harness_agui.a13n.runner import (
     AGUI_MESSAGE_ID,
     CONTEXT_SOURCE_ID,
     MAX_CONTEXT_BYTES,  # noqa: E402
@@ -61,6 +53,14 @@ from harness_agui.serve_a13n import (
     interrupt_ids,
     source_thread_id,
 )
+from harness_agui.core.source import (  # noqa: E402
+    ExtensionEvent,
+    HarnessEvent,
+    HarnessRunResultEvent,
+    InputEvent,
+    ToolResultEvent,
+)
+from harness_agui.host import SqliteDeliveryLog, SqliteSourceJournal, project_run  # noqa: E402
 from harness_agui.wire.codec import decode, encode  # noqa: E402
 from harness_agui.wire.held import HeldByClient
 
@@ -761,7 +761,7 @@ def test_a_request_is_planned_in_a_worker_thread_not_on_the_event_loop(host_for,
     # loop that serves every other request.
     import threading
 
-    from harness_agui import serve_a13n
+    from harness_agui.a13n import runner as serve_a13n
 
     agent, _ = scripted()
     host = host_for(agent)

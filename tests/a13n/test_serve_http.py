@@ -1,7 +1,7 @@
 # A real a13n-harness agent served over HTTP, as a user serves it: ``harness-agui serve
 # examples.a13n_agent:agent`` in a child process (uvicorn on loopback, a SQLite database), and the official
 # @ag-ui/client HttpAgent as the client (tests/node/http_conversation.mjs, http_cancel.mjs): no stand-ins.
-# The agent is the packaged demo agent (harness_agui.a13n_demo: FunctionModel, offline).
+# The agent is the packaged demo agent (harness_agui.a13n.demo: FunctionModel, offline).
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ pytest.importorskip("a13n_harness", reason="needs a13n-harness (Python 3.13): ma
 from test_serve_a13n import CONFIRM, NODE_DIR, example, started_calls, valid  # noqa: E402, F401 (example: a fixture)
 
 from harness_agui.a13n import from_a13n, to_a13n  # noqa: E402
-from harness_agui.a13n_demo import MODEL_NOTE  # noqa: E402
+from harness_agui.a13n.demo import MODEL_NOTE  # noqa: E402
+from harness_agui.a13n.runner import source_thread_id  # noqa: E402
 from harness_agui.core.source import (  # noqa: E402
     ExtensionEvent,
     HarnessEvent,
@@ -36,7 +37,6 @@ from harness_agui.core.source import (  # noqa: E402
 from harness_agui.host import SqliteDeliveryLog, SqliteSourceJournal  # noqa: E402
 from harness_agui.host.bindings import SqliteRunBindings  # noqa: E402
 from harness_agui.serve import AguiServer  # noqa: E402
-from harness_agui.serve_a13n import source_thread_id  # noqa: E402
 from harness_agui.wire.codec import encode  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -275,7 +275,7 @@ def test_serve_demo_serves_the_packaged_a13n_harness_demo_agent(tmp_path: Path) 
     try:
         assert process.stderr is not None
         said = process.stderr.readline()
-        assert "the a13n-harness demo agent (harness_agui.a13n_demo)" in said, said
+        assert "the a13n-harness demo agent (harness_agui.a13n.demo)" in said, said
         base = re.search(r"on (http://127\.0\.0\.1:\d+)/runs", said).group(1)  # type: ignore[union-attr]
         body = {"threadId": str(uuid.uuid4()), "runId": "r-1", "state": {}, "tools": [], "context": [],
                 "forwardedProps": {}, "messages": [{"id": "u-1", "role": "user", "content": "Weather in Lyon?"}]}

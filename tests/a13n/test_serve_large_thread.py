@@ -38,7 +38,7 @@ from pydantic_ai.models.function import FunctionModel
 import harness_agui.host.journal as journal
 import harness_agui.host.supervisor as supervisor
 import harness_agui.serve as serve
-import harness_agui.serve_a13n as serve_a13n
+import harness_agui.a13n.runner as serve_a13n
 from harness_agui.core.source import HarnessRunResultEvent as SourceResult
 
 FOLDER = Path(os.environ["LARGE_THREAD_FOLDER"])

@@ -25,8 +25,8 @@ import pytest
 
 pytest.importorskip("a13n_harness", reason="needs a13n-harness (Python 3.13): make test-a13n")
 
+from harness_agui.a13n.runner import source_thread_id  # noqa: E402
 from harness_agui.host.bindings import SqliteRunBindings  # noqa: E402
-from harness_agui.serve_a13n import source_thread_id  # noqa: E402
 
 APP = '''
 import asyncio, os
@@ -34,7 +34,7 @@ from a13n_harness import AgentDefinition, AgentSpec, HarnessBuilder
 from pydantic_ai import Tool
 from pydantic_ai.capabilities import Capability
 from pydantic_ai.models.function import FunctionModel
-from harness_agui.a13n_demo import assistant, weather
+from harness_agui.a13n.demo import assistant, weather
 
 async def deploy(env: str) -> str:
     """Deploy the application to an environment (asks the user first)."""

@@ -66,8 +66,9 @@
 # (a ``DeferredToolCall`` without target identity or model call; one with
 # either is a ValueError there), and a result has no ``output_json()`` nor
 # output adapter (the output's JSON is pydantic's). The installed release is
-# checked from its metadata when this module is imported
-# (``_a13n_release``): another one is refused there.
+# checked from its metadata when the package (``harness_agui.a13n``, which
+# this module's names are imported from) is imported: another one is refused
+# there, before this module can be.
 
 from __future__ import annotations
 
@@ -82,12 +83,12 @@ from typing import Any
 import attrs
 from pydantic.errors import PydanticUserError
 
-from ._a13n_release import require_release
-from .core._fast_source import builder, construction
-from .core._generated import define
-from .core._json import check_json, copy_json
-from .core.fields import field_spec
-from .core.source import (
+from .._a13n_release import installed_release
+from ..core._fast_source import builder, construction
+from ..core._generated import define
+from ..core._json import check_json, copy_json
+from ..core.fields import field_spec
+from ..core.source import (
     BinaryContent,
     BuiltinToolReturnPart,
     CapabilityEvent,
@@ -130,18 +131,10 @@ from .core.source import (
     Usage,
 )
 
-__all__ = ["SUPPORTED", "from_a13n", "to_a13n", "a13n_equal", "a13n_differences"]
+__all__ = ["from_a13n", "to_a13n", "a13n_equal", "a13n_differences"]
 
 _OCTETS = "application/octet-stream"
 """The media type of raw ``bytes`` a tool returned."""
-
-
-SUPPORTED: tuple[tuple[int, int], ...] = ((0, 5), (0, 20), (0, 21))
-"""The a13n-harness series this adapter reads and rebuilds losslessly (the
-(major, minor) of a release). Importing this module with another release
-installed raises ImportError naming it and these."""
-
-require_release(__name__, SUPPORTED)
 
 
 @functools.cache
@@ -154,7 +147,8 @@ def _lib() -> SimpleNamespace:
     result no output adapter; 0.20 and later wrap each call in its own
     ``DeferredToolCall`` (the model's call, the target call and the target's
     identity). ``release`` says which."""
-    series = require_release(__name__, SUPPORTED)
+    found = installed_release()  # a supported one: the package refused any other when it was imported
+    series = None if found is None else found[1]
     try:
         if series is None:
             raise ImportError("No distribution named a13n-harness is installed")

@@ -89,9 +89,8 @@ import attrs
 from ag_ui.core import RunAgentInput
 from pydantic import ValidationError
 
-from .a13n import from_a13n, to_a13n
-from .core.reduce import CLIENT_MESSAGE_ID, interrupt_id
-from .core.source import (
+from ..core.reduce import CLIENT_MESSAGE_ID, interrupt_id
+from ..core.source import (
     DeferredToolCall,
     HarnessEvent,
     HarnessRunResultEvent,
@@ -100,8 +99,9 @@ from .core.source import (
     RunResult,
     ToolResultEvent,
 )
-from .host.bindings import WireRun
-from .host.runner import RunRefused
+from ..host.bindings import WireRun
+from ..host.runner import RunRefused
+from ._adapter import from_a13n, to_a13n
 
 __all__ = [
     "A13nRunner",
@@ -184,7 +184,7 @@ def _lib() -> SimpleNamespace:
         )
         from pydantic_ai.tools import ToolDenied  # type: ignore[import-not-found, unused-ignore]
     except ImportError as e:
-        raise ImportError("harness_agui.serve_a13n needs a13n-harness (Python 3.13+): "
+        raise ImportError("harness_agui.a13n.runner needs a13n-harness (Python 3.13+): "
                           "pip install 'harness-agui[a13n]'") from e
     return SimpleNamespace(DeferredToolResume=DeferredToolResume, HarnessRunResultEvent=HarnessRunResultEvent,
                            RunBindings=RunBindings, ContentItem=ContentItem,
