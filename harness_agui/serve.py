@@ -105,7 +105,7 @@ from .host.runner import (
     StartedRun,
     as_runner,
 )
-from .host.stores import is_postgres_url, open_stores, stores_of
+from .host.stores import open_stores, stores_of
 from .host.supervisor import FAILURE_CODES, Reattach, RunSupervisor
 from .wire.agui import sse_retry
 from .wire.held import HeldByClient
@@ -322,11 +322,7 @@ class AguiServer:
             self._owned = False
         try:
             self.stores = stores_of(journal, deliveries)
-            target = database if database is not None else getattr(journal, "url", None)
-            if target is not None and is_postgres_url(target):
-                from .host.postgres import PostgresLeases as Leases
-
-                leases = Leases(os.fspath(target), ttl=lease_ttl)
+            leases = self.stores.leases(lease_ttl)
             self.supervisor = RunSupervisor(
                 self.stores, runner=self._runner, processor=processor, reattach=reattach, group_commit=group_commit,
                 leases=leases, scan_interval=max(poll_interval, 0.2), poll_interval=poll_interval,
@@ -362,8 +358,9 @@ class AguiServer:
         if inspector:  # the run inspector's pages, over read-only stores of the same database
             from .inspect import open_inspector
 
+            target = database if database is not None else getattr(journal, "url", journal.path)
             view, self._close_inspector = open_inspector(
-                target if target is not None else journal.path, authorize=self._may_inspect,
+                target, authorize=self._may_inspect,
                 follow_url=self._follow_url, database=None)
             routes.append(Mount("/inspect", app=view.app))
         self.app = Starlette(routes=routes, middleware=middleware, lifespan=self._lifespan)

@@ -380,6 +380,12 @@ class SqliteStores:
         return BatchWriter(_SqliteBackend(self.journal, self.deliveries), policy,
                            name=f"harness-agui writer {self.journal.path}")
 
+    def leases(self, ttl: float) -> None:
+        return None  # one process drives a file's Runs: nothing to lease
+
+    def thread_locks(self) -> None:
+        return None  # the process's own locks are all a file's starts need
+
     def lost(self, error: BaseException) -> bool:
         return False  # a file does not go away: a SQLite error is the call's own
 

@@ -45,7 +45,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterable, Callable, Mapping
+from collections.abc import AsyncIterable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -61,6 +61,7 @@ from ..wire.codec import encode
 from .batch import BatchWriter, GroupCommit
 from .bindings import WireRun
 from .checks import Cursor
+from .delivery import Delivery
 from .errors import ProjectorConflictError, StorageError
 from .feed import RunFeed
 from .projector import rebuild
@@ -69,7 +70,7 @@ from .runner import StartedRun
 from .writes import Head, Journaled, Recorded, StreamWrite
 
 if TYPE_CHECKING:
-    from .postgres import Lease
+    from .postgres.lease import Lease
 
 __all__ = ["RunDriver", "DrivenRun", "close_stream"]
 
@@ -106,12 +107,14 @@ class DrivenRun:
     stopping: bool = False  # cancelled, and the driver stops reading its stream itself
     registered: asyncio.Event = attrs.field(factory=asyncio.Event)  # PostgreSQL: its lease was taken (or not)
     lease: Lease | None = None
+    publish: Callable[[tuple[Delivery, ...]], object] | None = None  # told of each commit (a Worker's)
     observer: HarnessAguiObserver | None = None
     cursor: StreamCursor = attrs.field(factory=StreamCursor)  # the stream after the last recorded item
     journal_end: int | None = None  # the journal's last position
     delivered: tuple[int, int] | None = None  # the stored (cursor, last event id); None: no delivery row
     last_event_id: int = 0
     ended: bool = False
+    failed: bool = False  # this driver ended it with a RUN_ERROR
     catching: asyncio.Future[tuple[int, bytes]] | None = None  # a catch-up being taken
     caught: tuple[int, bytes] | None = None  # the last catch-up: (event id it covers, its frames)
 
@@ -442,7 +445,8 @@ class RunDriver:
         run.delivered = (write.cursor, write.last_event_id)
         run.last_event_id = write.last_event_id
         run.ended = plan.ends
-        run.feed.publish(((e.event_id, e.data) for e in write.events), finished=plan.ends)
+        run.failed = plan.ends and not plan.cursor.finished
+        _publish(run, write.events, plan.ends)
 
     async def _give_up(self, run: DrivenRun, code: str, message: str) -> None:
         # End the Run for its followers with one RUN_ERROR after what is committed.
@@ -462,24 +466,33 @@ class RunDriver:
         except Exception as e:
             log.error("run %r: could not record the RUN_ERROR (%s: %s): %s: %s", run.run_id, code, message,
                       type(e).__name__, e)
-            run.ended = True
+            run.ended = run.failed = True
             return
         run.delivered = (position, event.event_id)
         run.last_event_id = event.event_id
-        run.ended = True
-        run.feed.publish([(event.event_id, event.data)], finished=True)
+        run.ended = run.failed = True
+        _publish(run, (event,), True)
 
-    async def _fail_unrebuilt(self, run: DrivenRun, error: BaseException) -> None:
-        # The projection could not be rebuilt from the journal: end the Run after what was delivered.
+    async def fail(self, run: DrivenRun, message: Callable[[Cursor], str]) -> None:
+        """End ``run``, whose projection is lost (it could not be rebuilt, or what drove it failed), with
+        one RUN_ERROR ``harness_agui.projection_failed`` after what the delivery log holds; ``message``
+        is given the delivery cursor. Raises what reading the delivery log raises (a RUN_ERROR that
+        cannot be recorded is logged, and the Run is ``ended`` all the same)."""
         cursor = await asyncio.to_thread(self.deliveries.cursor, run.run_id)
         last = await asyncio.to_thread(self.deliveries.last_event_id, run.run_id)
         run.delivered = None if cursor is None else (cursor, last)
         run.last_event_id = last
         run.feed.reset(last)
-        where = "its start" if cursor is None else f"position {cursor}"
-        await self._give_up(run, "harness_agui.projection_failed",
-                            f"the projection of {run.named} could not be rebuilt through {where}: "
-                            f"{type(error).__name__}: {error}")
+        await self._give_up(run, "harness_agui.projection_failed", message(cursor))
+
+    async def _fail_unrebuilt(self, run: DrivenRun, error: BaseException) -> None:
+        # The projection could not be rebuilt from the journal: end the Run after what was delivered.
+        def message(cursor: Cursor) -> str:
+            where = "its start" if cursor is None else f"position {cursor}"
+            return (f"the projection of {run.named} could not be rebuilt through {where}: "
+                    f"{type(error).__name__}: {error}")
+
+        await self.fail(run, message)
 
     async def _check_resent(self, run: DrivenRun, item: HarnessStreamEvent) -> str | None:
         # An item at a stored sequence (a re-attached Harness resending from earlier): harmless when it is
@@ -518,6 +531,13 @@ def _resent(cursor: StreamCursor, item: HarnessStreamEvent) -> bool:
     # An item at a sequence its Run has already passed: perhaps the stored item sent again.
     own = cursor.cursor_of(item.run_id)
     return own is not None and item.sequence < own.next_sequence
+
+
+def _publish(run: DrivenRun, events: Sequence[Recorded], finished: bool) -> None:
+    # Committed events go to the Run's followers here, and to its ``publish`` (a Worker's) as deliveries.
+    run.feed.publish(((e.event_id, e.data) for e in events), finished=finished)
+    if run.publish is not None:
+        run.publish(tuple(Delivery(run.run_id, e.event_id, e.position, e.type, e.data) for e in events))
 
 
 def _run_error(code: str, message: str) -> str:

@@ -24,6 +24,8 @@ from .checks import Cursor
 if TYPE_CHECKING:  # for the annotations only: these modules import this one, or what does
     from .batch import BatchWriter, GroupCommit
     from .delivery import Delivery, Page
+    from .postgres.lease import PostgresLeases
+    from .postgres.locks import ThreadLocks
 
 __all__ = ["SourceJournal", "DeliveryLog", "CheckpointStore", "StoredCheckpoint", "Stores"]
 
@@ -147,6 +149,18 @@ class Stores(Protocol):
 
     def writer(self, policy: GroupCommit | None = None) -> BatchWriter:
         """A new ``host.batch.BatchWriter`` for this database (one per supervisor)."""
+        ...
+
+    def leases(self, ttl: float) -> PostgresLeases | None:
+        """New leases on the database's Runs, for a server that shares it with others (PostgreSQL: a
+        ``PostgresLeases`` with ``ttl``, which the caller closes), or None where one process drives every
+        Run of the database (SQLite)."""
+        ...
+
+    def thread_locks(self) -> ThreadLocks | None:
+        """New database-wide locks on Threads, for servers that start Runs on one database (PostgreSQL:
+        ``host.postgres.locks.ThreadLocks``, which the caller closes), or None where a Thread's starts
+        are locked in the process alone (SQLite)."""
         ...
 
     def lost(self, error: BaseException) -> bool:

@@ -130,12 +130,9 @@ class RunSupervisor:
         self._followers = RunFollowers(stores, self._runs, max_followers=max_followers,
                                        catch_up_after=catch_up_after, window=window, page=page,
                                        keepalive=float(keepalive), wait_remote=wait_remote, spawn=self._spawn)
-        thread_locks = None
-        if leases is not None:
-            from .postgres.locks import ThreadLocks
-
-            thread_locks = ThreadLocks(self.journal.url)  # type: ignore[attr-defined]
-        self._starts = RunStarts(self, runner, thread_locks)
+        # A Run leased here may be started by another server on the same Thread: its starts lock the Thread in
+        # the database too.
+        self._starts = RunStarts(self, runner, None if leases is None else stores.thread_locks())
 
     # -- lifecycle ---------------------------------------------------------------------------
 

@@ -28,6 +28,8 @@ from ._pg import DELIVERY_CHANNEL
 from .bindings import PostgresRunBindings
 from .delivery import PostgresDeliveryLog
 from .journal import PostgresSourceJournal
+from .lease import PostgresLeases
+from .locks import ThreadLocks
 from .writes import _ARRAYS_FROM as _ARRAYS_FROM  # where a batch is large (its tests import it from here)
 from .writes import write_streams
 
@@ -64,6 +66,12 @@ class PostgresStores:
 
     def writer(self, policy: GroupCommit | None = None) -> BatchWriter:
         return BatchWriter(_Backend(self.journal.url), policy, name=f"harness-agui writer {self.journal.path}")
+
+    def leases(self, ttl: float) -> PostgresLeases:
+        return PostgresLeases(self.journal.url, ttl=ttl)
+
+    def thread_locks(self) -> ThreadLocks:
+        return ThreadLocks(self.journal.url)
 
     def lost(self, error: BaseException) -> bool:
         return connection_lost(error)

@@ -6,36 +6,40 @@
 # ``harness_agui_streams``) and every ``scan_interval`` seconds: the root
 # Runs whose events are not all recorded and whose lease is free (none yet,
 # expired, or held by a dead worker: see ``lease.py``). For each it takes the
-# lease and runs ``project_run`` with the fenced delivery log, which resumes
-# from the journal through the delivery cursor, checks what was delivered,
-# and follows the journal's tail to the terminal result; a renewer task keeps
-# the lease alive meanwhile. A lease found lost (by the renewer, or by a
-# fenced record that was refused) stops that projection; whoever holds the
-# lease now goes on from the delivery cursor. So after a worker is SIGKILLed,
-# its Runs are taken over within about ``scan_interval`` seconds (its
-# liveness lock goes with its connection), and after it hangs, within its
-# leases' ``ttl``. A projection that fails for good (an item the observer
-# refuses, a processor that raises, a damaged store) ends its Run with one
-# RUN_ERROR (``fail``), recorded under the lease; one that fails because the
-# database cannot be reached is tried again later, with a growing pause.
+# lease and drives the Run under it: with the ``drive`` it was given (a
+# server's supervisor, which re-attaches the Harness), or else with the
+# supervisor's own driver (``host.driver.RunDriver``, with no Harness
+# stream), which resumes from the journal through the delivery cursor, checks
+# what was delivered, and follows the journal's tail to the terminal result,
+# each write fenced by the lease; a renewer task keeps the lease alive
+# meanwhile. So a Run is projected, committed and failed by one code path,
+# whoever drives it. A lease found lost (by the renewer, or by a fenced write
+# that was refused) stops that projection; whoever holds the lease now goes
+# on from the delivery cursor. So after a worker is SIGKILLed, its Runs are
+# taken over within about ``scan_interval`` seconds (its liveness lock goes
+# with its connection), and after it hangs, within its leases' ``ttl``. A
+# projection that fails for good (an item the observer refuses, a processor
+# that raises, a damaged store) ends its Run with one RUN_ERROR, recorded
+# under the lease; one that fails because the database cannot be reached is
+# tried again later, with a growing pause.
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Awaitable, Callable
 
 import psycopg
 import psycopg_pool
-from ag_ui.core import RunErrorEvent
 
 from ...core.reduce import Processor
 from ..delivery import Delivery
+from ..driver import DrivenRun, RunDriver
 from ..errors import ProjectorConflictError
-from ..projector import project_run
+from ..feed import RunFeed
 from ._pg import LOCK_WORKER, STREAMS_CHANNEL
+from .batch import PostgresStores
 from .delivery import RUNS as DELIVERY_RUNS
 from .delivery import FencedDeliveryLog, PostgresDeliveryLog
 from .journal import RUNS as JOURNAL_RUNS
@@ -74,19 +78,20 @@ class Worker:
     """Projects, among the Runs of one database, those no live worker holds.
 
     ``journal``, ``deliveries`` and ``leases`` must share one database.
-    ``processor`` is passed to every ``project_run``; ``publish`` too (it
-    is called with each Run's new deliveries after their commit).
+    Each Run it takes is projected from the journal by the run supervisor's
+    driver (``host.driver``) with ``processor``; ``publish`` is called with
+    each Run's new deliveries after their commit.
     ``scan_interval`` is how often, in seconds, the worker looks for Runs
     whose holder died or hung, besides the notification of each new stream;
     ``max_runs`` caps the Runs it projects at once. ``drive``, when given,
-    replaces ``project_run`` for each Run this worker takes: it is awaited
-    as ``drive(run_id, fenced_log)`` and must record only through that
-    fenced log (a Host whose worker also re-attaches the Harness stream of
+    replaces that projection for each Run this worker takes: it is awaited
+    as ``drive(run_id, fenced_log)`` and must record only under that
+    fenced log's lease (a Host whose worker also re-attaches the Harness stream of
     a Run it takes over, as ``harness_agui.serve`` may, passes its own);
     the lease is renewed while it runs and it is cancelled when the lease
     is lost. ``active`` is the set of Runs it projects now; ``completed``
-    counts the Runs it projected to their end, ``lost`` the projections it
-    gave up to another worker.
+    counts the Runs it projected to their end, ``failed`` those it ended
+    with a RUN_ERROR, ``lost`` the projections it gave up to another worker.
     """
 
     def __init__(self, journal: PostgresSourceJournal, deliveries: PostgresDeliveryLog, leases: PostgresLeases, *,
@@ -105,7 +110,9 @@ class Worker:
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._retry: dict[str, float] = {}  # run id: loop time before which it is not taken again
         self._pause: dict[str, float] = {}
+        self._driver: RunDriver | None = None
         self.completed = 0
+        self.failed = 0
         self.lost = 0
 
     @property
@@ -136,6 +143,7 @@ class Worker:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            await self._close_driver()
 
     async def _scan(self) -> None:
         if not await asyncio.to_thread(self.leases.alive):
@@ -152,11 +160,17 @@ class Worker:
 
     async def project(self, run_id: str) -> bool:
         """Take ``run_id``'s lease and project it to its end; False when another live worker holds it
-        or took it over meanwhile. Raises what ``project_run`` raises, except conflicts."""
+        or took it over meanwhile. A Run whose projection fails for good is ended with a RUN_ERROR (and
+        counted in ``failed``). Raises what says the database cannot be reached, and what ``drive``
+        raises (after that RUN_ERROR)."""
         lease = await asyncio.to_thread(self.leases.acquire, run_id)
         if lease is None:
             return False
-        return await self.project_leased(lease)
+        try:
+            return await self.project_leased(lease)
+        finally:
+            if not self._tasks:  # not scanning: nothing else of this worker writes now
+                await self._close_driver()
 
     async def _project(self, lease: Lease) -> None:
         run_id = lease.run_id
@@ -184,9 +198,9 @@ class Worker:
             fenced = self.deliveries.fenced(lease)
             if self.drive is not None:
                 await self.drive(lease.run_id, fenced)
-            else:
-                await project_run(lease.run_id, self.journal, fenced,  # type: ignore[arg-type]
-                                  processor=self.processor, publish=self.publish)
+            elif not await self._follow(lease):
+                self.failed += 1
+                return True
             self.completed += 1
             return True
         except ProjectorConflictError as e:
@@ -213,21 +227,52 @@ class Worker:
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(self.leases.release, lease)
 
+    def _driver_of(self) -> RunDriver:
+        # The supervisor's driver, on this worker's database (its writer is made on first use).
+        if self._driver is None:
+            stores = PostgresStores(self.journal, self.deliveries)
+            self._driver = RunDriver(stores, processor=self.processor, observer_options={}, group_commit=None,
+                                     batch_items=256, queue_items=1024,
+                                     wait_remote=30.0)  # not used: PostgreSQL wakes a journal's tail by NOTIFY
+        return self._driver
+
+    async def _close_driver(self) -> None:
+        driver, self._driver = self._driver, None
+        if driver is not None:
+            driver.stores.close()
+            await driver.close()
+
+    async def _follow(self, lease: Lease) -> bool:
+        # No ``drive``: the driver follows the Run's journal to its end under the lease. False when it ended
+        # the Run with a RUN_ERROR.
+        run = await self._run_of(lease)
+        if run is None:
+            return True  # nothing of it to drive (it was not a Run after all)
+        await self._driver_of().drive(run)
+        return not run.failed
+
     async def _fail(self, lease: Lease, error: Exception) -> None:
+        # ``drive`` raised: its Run's projection is lost; the driver ends it with a RUN_ERROR under the lease.
         run_id = lease.run_id
-        event = RunErrorEvent(message=f"the projection of run {run_id!r} failed: {type(error).__name__}: {error}",
-                              code="harness_agui.projection_failed", timestamp=int(time.time() * 1000))
         try:
-            fenced = self.deliveries.fenced(lease)
-            cursor = await asyncio.to_thread(self.deliveries.cursor, run_id)
-            thread_id = None
-            if cursor is None:
-                async for item in self.journal.read_prefix(run_id, through=0):
-                    thread_id = item.thread_id
-            await asyncio.to_thread(fenced.fail, run_id, event, expected_cursor=cursor, thread_id=thread_id)
-            log.error("run %r ended with RUN_ERROR: %s", run_id, event.message)
-        except Exception:
+            run = await self._run_of(lease)
+            if run is not None:
+                await self._driver_of().fail(
+                    run, lambda _: f"the projection of run {run_id!r} failed: {type(error).__name__}: {error}")
+        except Exception:  # the database cannot be read now: the Run is taken again at a later scan
             log.exception("run %r: could not record the RUN_ERROR", run_id)
+
+    async def _run_of(self, lease: Lease) -> DrivenRun | None:
+        # The leased Run as the driver drives it, named as its clients name it (a server's binding).
+        run_id = lease.run_id
+        wire = await asyncio.to_thread(self._driver_of().stores.bindings.wire_of, run_id)
+        thread_id = await asyncio.to_thread(self.journal.thread_of, run_id)
+        if thread_id is None and wire is not None:
+            thread_id = wire.source_thread_id
+        if thread_id is None:
+            return None
+        return DrivenRun(run_id, thread_id, RunFeed(run_id, local=True), wire=wire, lease=lease,
+                         publish=self.publish)
 
     async def _renew(self, lease: Lease, projection: asyncio.Task[object], lost: asyncio.Event) -> None:
         while True:
