@@ -84,6 +84,7 @@ try:
 except ImportError as e:  # pragma: no cover - depends on the installation
     raise ImportError("harness_agui.serve needs Starlette: pip install 'harness-agui[serve]'") from e
 
+import attrs
 from ag_ui.core import RunAgentInput
 from pydantic import ValidationError
 
@@ -95,6 +96,7 @@ from .host.bindings import WireRun
 from .host.checks import Cursor
 from .host.delivery import parse_last_event_id
 from .host.errors import FollowerLimitError, StorageError, UnknownEventIdError
+from .host.options import catch_up, count, seconds
 from .host.protocols import DeliveryLog, SourceJournal
 from .host.runner import (
     CallableRunner,
@@ -106,7 +108,7 @@ from .host.runner import (
     as_runner,
 )
 from .host.stores import open_stores, stores_of
-from .host.supervisor import FAILURE_CODES, Reattach, RunSupervisor
+from .host.supervisor import FAILURE_CODES, Reattach, RunSupervisor, SupervisorOptions
 from .wire.agui import sse_retry
 from .wire.held import HeldByClient
 from .wire.notices import CustomFilter
@@ -116,6 +118,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AguiServer",
+    "ServerOptions",
     "create_app",
     "Runner",
     "RunnerCallable",
@@ -150,12 +153,6 @@ gives) True. Anything else is a 403 JSON answer; a ``RunRefused`` it raises is a
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 CORS_HEADERS = ("content-type", "accept", "authorization", "last-event-id")
-_SERVER_OPTIONS = frozenset(("database", "journal", "deliveries", "synchronous", "processor", "reattach", "runs_path",
-                             "events_path", "run_path", "health_path", "keepalive", "retry", "poll_interval",
-                             "recover", "catch_up_after", "lease_ttl", "group_commit", "max_followers", "authorize",
-                             "cors_origins", "cors_headers", "cors_credentials", "cancel_on_disconnect",
-                             "max_body_bytes", "show_hidden", "max_event_bytes", "notices", "inspector"))
-
 
 _INLINE_BODY_BYTES = 64 * 1024
 """A request body up to this size is parsed on the event loop; a larger one in a worker thread."""
@@ -224,6 +221,70 @@ class _Cors(CORSMiddleware):
         return Response(status_code=204, headers=headers)
 
 
+def _paths(inst: Any, attribute: attrs.Attribute[Any], path: str) -> None:
+    if "{thread_id}" not in path or "{run_id}" not in path:
+        raise ValueError(f"{attribute.name} must hold {{thread_id}} and {{run_id}}: {path!r}")
+
+
+def _cors_credentials(inst: ServerOptions, attribute: attrs.Attribute[Any], credentials: bool) -> None:
+    if credentials and inst.cors_origins is not None and "*" in inst.cors_origins:
+        raise ValueError('cors_credentials=True needs the origins listed: with cors_origins=["*"] any site '
+                         "could make requests with the user's credentials (the CORS standard forbids it)")
+
+
+def _notices(value: Collection[str] | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    names = value if isinstance(value, (str, bytes)) else tuple(value)
+    CustomFilter(names)  # its TypeError for one string, or a name that is not a str
+    return tuple(names)
+
+
+@attrs.frozen(kw_only=True)
+class ServerOptions:
+    """The plain settings of an ``AguiServer`` (see it for each one's meaning): every keyword it takes
+    but the stores (``database``, ``journal``, ``deliveries``), ``processor``, ``reattach`` and
+    ``authorize``. ValueError for a number out of range, a path without ``{thread_id}`` and
+    ``{run_id}``, or credentials for any origin; ``attrs.evolve`` checks again."""
+
+    synchronous: str = "FULL"
+    runs_path: str = "/runs"
+    events_path: str = attrs.field(default="/threads/{thread_id}/runs/{run_id}/events", validator=_paths)
+    run_path: str = attrs.field(default="/threads/{thread_id}/runs/{run_id}", validator=_paths)
+    health_path: str = "/health"
+    keepalive: float = attrs.field(default=15.0, validator=seconds)
+    retry: float = attrs.field(default=3.0, validator=seconds)
+    poll_interval: float = attrs.field(default=0.05, validator=seconds)
+    recover: bool = True
+    catch_up_after: int | None = attrs.field(default=1000, validator=catch_up)
+    lease_ttl: float = 10.0
+    group_commit: GroupCommit | None = None
+    max_followers: int = attrs.field(default=1000, validator=count)
+    cors_origins: tuple[str, ...] | None = attrs.field(default=None, converter=attrs.converters.optional(tuple))
+    cors_headers: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    cors_credentials: bool = attrs.field(default=False, validator=_cors_credentials)
+    cancel_on_disconnect: bool = attrs.field(default=False, converter=bool)
+    max_body_bytes: int = attrs.field(default=MAX_BODY_BYTES, validator=count)
+    show_hidden: bool = False
+    max_event_bytes: int | None = MAX_EVENT_BYTES
+    notices: tuple[str, ...] | None = attrs.field(default=None, converter=_notices)
+    inspector: bool = False
+
+    @property
+    def supervisor(self) -> SupervisorOptions:
+        """The options of the server's ``RunSupervisor``."""
+        return SupervisorOptions(
+            group_commit=self.group_commit, scan_interval=max(self.poll_interval, 0.2),
+            poll_interval=self.poll_interval, catch_up_after=self.catch_up_after,
+            max_followers=self.max_followers, keepalive=self.keepalive,
+            observer_options={"show_hidden": self.show_hidden, "max_event_bytes": self.max_event_bytes})
+
+
+_SERVER_OPTIONS = frozenset((*attrs.fields_dict(ServerOptions), "options", "database", "journal", "deliveries",
+                             "processor", "reattach", "authorize"))
+"""The keywords of ``AguiServer`` (``for_agent`` passes the others to the agent's stream)."""
+
+
 class AguiServer:
     """The AG-UI endpoints over a source journal and a delivery log, as a Starlette app (``app``).
 
@@ -275,46 +336,34 @@ class AguiServer:
     start resumes) and closes the stores it opened. Mounted inside another app, whose lifespan does
     not reach mounted apps, call ``lifespan`` from the outer one.
 
-    Raises TypeError for a runner that is neither, ValueError for missing or conflicting store
-    arguments, stores of two databases, and bad numbers or paths, and what the stores raise when
-    ``database`` cannot be opened.
+    Those settings (all but the stores, ``processor``, ``reattach`` and ``authorize``) are the fields of
+    ``options`` (a frozen ``ServerOptions``, kept as ``options``), or keywords of the same names, which
+    are laid over ``options`` when both are given.
+
+    Raises TypeError for a runner that is neither or an unknown keyword, ValueError for missing or
+    conflicting store arguments, stores of two databases, and bad numbers or paths, and what the stores
+    raise when ``database`` cannot be opened.
     """
 
     def __init__(self, runner: Runner | RunnerCallable, *, database: str | os.PathLike[str] | None = None,
                  journal: SourceJournal | None = None, deliveries: DeliveryLog | None = None,
-                 synchronous: str = "FULL", processor: Processor | None = None, reattach: Reattach | None = None,
-                 runs_path: str = "/runs", events_path: str = "/threads/{thread_id}/runs/{run_id}/events",
-                 run_path: str = "/threads/{thread_id}/runs/{run_id}", health_path: str = "/health",
-                 keepalive: float = 15.0, retry: float = 3.0, poll_interval: float = 0.05,
-                 recover: bool = True, catch_up_after: int | None = 1000, lease_ttl: float = 10.0,
-                 group_commit: GroupCommit | None = None, max_followers: int = 1000,
-                 authorize: Authorize | None = None, cors_origins: Collection[str] | None = None,
-                 cors_headers: Collection[str] = (), cors_credentials: bool = False,
-                 cancel_on_disconnect: bool = False, max_body_bytes: int = MAX_BODY_BYTES,
-                 show_hidden: bool = False, max_event_bytes: int | None = MAX_EVENT_BYTES,
-                 notices: Collection[str] | None = None,
-                 inspector: bool = False) -> None:
+                 processor: Processor | None = None, reattach: Reattach | None = None,
+                 authorize: Authorize | None = None, options: ServerOptions | None = None,
+                 **settings: Any) -> None:
         self._runner = as_runner(runner)
-        for name, value in (("keepalive", keepalive), ("retry", retry), ("poll_interval", poll_interval)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-                raise ValueError(f"{name} must be a number of seconds > 0, not {value!r}")
-        for name, path in (("events_path", events_path), ("run_path", run_path)):
-            if "{thread_id}" not in path or "{run_id}" not in path:
-                raise ValueError(f"{name} must hold {{thread_id}} and {{run_id}}: {path!r}")
-        if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes < 1:
-            raise ValueError(f"max_body_bytes must be an int >= 1, not {max_body_bytes!r}")
+        options = ServerOptions() if options is None else options
+        if settings:  # the keyword form: the options' fields, over ``options`` when both are given
+            options = attrs.evolve(options, **settings)
+        self.options = options
         if authorize is not None and not callable(authorize):
             raise TypeError(f"authorize must be callable, not {type(authorize).__name__}")
-        if cors_credentials and cors_origins is not None and "*" in cors_origins:
-            raise ValueError('cors_credentials=True needs the origins listed: with cors_origins=["*"] any site '
-                             "could make requests with the user's credentials (the CORS standard forbids it)")
-        self._notices = None if notices is None else CustomFilter(notices)
-        observer_options: dict[str, Any] = {"show_hidden": show_hidden, "max_event_bytes": max_event_bytes}
+        self._notices = None if options.notices is None else CustomFilter(options.notices)
         leases: PostgresLeases | None = None
         if database is not None:
             if journal is not None or deliveries is not None:
                 raise ValueError("give either database or journal and deliveries, not both")
-            journal, deliveries = open_stores(database, synchronous=synchronous, poll_interval=poll_interval)
+            journal, deliveries = open_stores(database, synchronous=options.synchronous,
+                                              poll_interval=options.poll_interval)
             self._owned = True
         elif journal is None or deliveries is None:
             raise ValueError("a database path, or both a journal and a delivery log, are needed")
@@ -322,12 +371,9 @@ class AguiServer:
             self._owned = False
         try:
             self.stores = stores_of(journal, deliveries)
-            leases = self.stores.leases(lease_ttl)
-            self.supervisor = RunSupervisor(
-                self.stores, runner=self._runner, processor=processor, reattach=reattach, group_commit=group_commit,
-                leases=leases, scan_interval=max(poll_interval, 0.2), poll_interval=poll_interval,
-                catch_up_after=catch_up_after, max_followers=max_followers, keepalive=keepalive,
-                observer_options=observer_options)
+            leases = self.stores.leases(options.lease_ttl)
+            self.supervisor = RunSupervisor(self.stores, runner=self._runner, processor=processor, reattach=reattach,
+                                            leases=leases, options=options.supervisor)
         except BaseException:
             if self._owned:
                 journal.close()
@@ -338,24 +384,20 @@ class AguiServer:
         self.journal = journal
         self.deliveries = deliveries
         self._leases = leases
-        self._recover = recover
         self._authorize = authorize
-        self._cancel_on_disconnect = bool(cancel_on_disconnect)
-        self._max_body = max_body_bytes
-        self._retry = sse_retry(retry).encode()
+        self._retry = sse_retry(options.retry).encode()
         middleware = []
-        if cors_origins is not None:
+        if options.cors_origins is not None:
             middleware.append(Middleware(
-                _Cors, allow_origins=list(cors_origins), allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
-                allow_headers=sorted({*CORS_HEADERS, *(h.lower() for h in cors_headers)}),
-                allow_credentials=cors_credentials, expose_headers=[]))
-        routes: list[Any] = [Route(runs_path, self._post_run, methods=["POST"]),
-                             _EncodedRoute(events_path, self._get_events, methods=["GET"]),
-                             _EncodedRoute(run_path, self._delete_run, methods=["DELETE"]),
-                             Route(health_path, self._health, methods=["GET"])]
-        self._events_path = events_path
+                _Cors, allow_origins=list(options.cors_origins), allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+                allow_headers=sorted({*CORS_HEADERS, *(h.lower() for h in options.cors_headers)}),
+                allow_credentials=options.cors_credentials, expose_headers=[]))
+        routes: list[Any] = [Route(options.runs_path, self._post_run, methods=["POST"]),
+                             _EncodedRoute(options.events_path, self._get_events, methods=["GET"]),
+                             _EncodedRoute(options.run_path, self._delete_run, methods=["DELETE"]),
+                             Route(options.health_path, self._health, methods=["GET"])]
         self._close_inspector: Callable[[], None] | None = None
-        if inspector:  # the run inspector's pages, over read-only stores of the same database
+        if options.inspector:  # the run inspector's pages, over read-only stores of the same database
             from .inspect import open_inspector
 
             target = database if database is not None else getattr(journal, "url", journal.path)
@@ -371,7 +413,7 @@ class AguiServer:
         """The server of an a13n-harness ``ExecutableAgent`` (the ``a13n`` extra, Python 3.13):
         ``AguiServer(A13nRunner(agent, configure=configure, history_tools=history_tools, **stream_options),
         **server_options)``, where the server's options are the keywords this class takes (``database=``,
-        ``authorize=``, ...) and every other keyword is an ``agent.stream()`` option. Raises as both
+        ``authorize=``, ``options=``, ...) and every other keyword is an ``agent.stream()`` option. Raises as both
         constructors do."""
         from .a13n.runner import A13nRunner
 
@@ -406,7 +448,7 @@ class AguiServer:
         On PostgreSQL, a ``host.postgres.Worker`` does it instead, and goes on doing it: it takes every
         Run whose lease is free (its server died, or hung past ``lease_ttl``), re-attaches its Harness
         (``reattach``) and drives it; nothing is returned, as that happens in the background."""
-        return await self.supervisor.start(recover=self._recover)
+        return await self.supervisor.start(recover=self.options.recover)
 
     async def stop(self) -> None:
         """Stop the drivers (the stores stay whole) and close the stores opened here."""
@@ -474,14 +516,14 @@ class AguiServer:
         return JSONResponse({"status": "ok", "runs": len(self.supervisor.driven)})
 
     async def _read_body(self, request: Request) -> Any:
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self._max_body:
-            raise _refuse(413, "body_too_large", f"the body is {declared} bytes; at most {self._max_body} are taken")
+        declared, limit = request.headers.get("content-length"), self.options.max_body_bytes
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise _refuse(413, "body_too_large", f"the body is {declared} bytes; at most {limit} are taken")
         chunks, size = [], 0
         async for chunk in request.stream():
             size += len(chunk)
-            if size > self._max_body:
-                raise _refuse(413, "body_too_large", f"the body is over {self._max_body} bytes")
+            if size > limit:
+                raise _refuse(413, "body_too_large", f"the body is over {limit} bytes")
             chunks.append(chunk)
         return b"".join(chunks)
 
@@ -528,7 +570,7 @@ class AguiServer:
         # From the first event, the stream leaves out what the request shows its client holds: the user
         # messages it sent, and what it got of this Run before a retried POST of the same run id.
         held = HeldByClient(run_input.messages) if after == 0 else None
-        return self._stream(known.source_run_id, after, cancel=self._cancel_on_disconnect, held=held)
+        return self._stream(known.source_run_id, after, cancel=self.options.cancel_on_disconnect, held=held)
 
     async def _run_of_path(self, request: Request, action: str) -> WireRun:
         # The Run a /threads/{thread_id}/runs/{run_id} route names, once the request may ``action`` it.
@@ -567,7 +609,7 @@ class AguiServer:
         # A running Run's inspector page follows it through this server's own events route.
         root = request.scope.get("root_path", "").rstrip("/").removesuffix("/inspect")
         thread, run = row.wire_thread_id or row.thread_id, row.wire_run_id or row.run_id
-        return root + self._events_path.format(thread_id=urllib.parse.quote(thread, safe=""),
+        return root + self.options.events_path.format(thread_id=urllib.parse.quote(thread, safe=""),
                                                run_id=urllib.parse.quote(run, safe=""))
 
     # -- helpers ------------------------------------------------------------------------------

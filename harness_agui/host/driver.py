@@ -45,7 +45,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -58,12 +58,13 @@ from ..core.reduce import Processor
 from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
 from ..wire.agui import agui_to_json
 from ..wire.codec import encode
-from .batch import BatchWriter, GroupCommit
+from .batch import BatchWriter
 from .bindings import WireRun
 from .checks import Cursor
 from .delivery import Delivery
 from .errors import ProjectorConflictError, StorageError
 from .feed import RunFeed
+from .options import SupervisorOptions
 from .projector import rebuild
 from .protocols import Stores
 from .runner import StartedRun
@@ -126,20 +127,17 @@ class DrivenRun:
 
 class RunDriver:
     """Drives Runs on one database, one task per Run (see the module comment): the supervisor's
-    ``stores``, ``processor``, ``observer_options`` and batch sizes, and the database's writer
-    (``group_commit``), made on first use. ``wait_remote``: how often a Run without a Harness stream
-    looks for what another process appended to its journal."""
+    ``stores``, ``processor`` and ``options`` (its observer options, batch sizes and the database's
+    writer's ``group_commit``; the writer is made on first use). ``wait_remote``: how often a Run
+    without a Harness stream looks for what another process appended to its journal."""
 
-    def __init__(self, stores: Stores, *, processor: Processor | None, observer_options: Mapping[str, Any],
-                 group_commit: GroupCommit | None, batch_items: int, queue_items: int, wait_remote: float) -> None:
+    def __init__(self, stores: Stores, *, processor: Processor | None, options: SupervisorOptions,
+                 wait_remote: float) -> None:
         self.stores = stores
         self.journal = stores.journal
         self.deliveries = stores.deliveries
         self.processor = processor
-        self.observer_options = observer_options
-        self._group_commit = group_commit
-        self._batch_items = batch_items
-        self._queue_items = queue_items
+        self.options = options
         self._wait_remote = wait_remote
         self._writer: BatchWriter | None = None
 
@@ -147,7 +145,7 @@ class RunDriver:
     def writer(self) -> BatchWriter:
         """The database's writer (made on first use)."""
         if self._writer is None:
-            self._writer = self.stores.writer(self._group_commit)
+            self._writer = self.stores.writer(self.options.group_commit)
         return self._writer
 
     async def close(self) -> None:
@@ -178,7 +176,7 @@ class RunDriver:
             if source is None:
                 await self._follow_journal(run)
                 return
-            queue: asyncio.Queue[HarnessStreamEvent | _End] = asyncio.Queue(self._queue_items)
+            queue: asyncio.Queue[HarnessStreamEvent | _End] = asyncio.Queue(self.options.queue_items)
             ingest = run.ingest = asyncio.create_task(_ingest(source, queue, lambda: run.stopping),
                                                       name=f"harness-agui ingest {run.run_id}")
             source = None
@@ -214,7 +212,7 @@ class RunDriver:
         wire = run.wire
         named = wire is not None and (wire.wire_thread_id, wire.wire_run_id) != (wire.source_thread_id,
                                                                                  wire.source_run_id)
-        observer = HarnessAguiObserver(self.processor, **self.observer_options,
+        observer = HarnessAguiObserver(self.processor, **self.options.observer_options,
                                        client_thread_id=wire.wire_thread_id if named else None,  # type: ignore[union-attr]
                                        client_run_id=wire.wire_run_id if named else None)  # type: ignore[union-attr]
         if run.started is not None:  # started here: most often a Run neither log holds anything of
@@ -276,7 +274,7 @@ class RunDriver:
             async for item in tail:
                 batch.append(item)
                 remaining -= 1
-                if len(batch) == self._batch_items or not remaining:
+                if len(batch) == self.options.batch_items or not remaining:
                     if await self._step(run, batch, journaled=True):
                         return
                     batch = []
@@ -296,7 +294,7 @@ class RunDriver:
             await close_stream(tail)
 
     async def _live(self, run: DrivenRun, queue: asyncio.Queue[HarnessStreamEvent | _End]) -> None:
-        limit = self._batch_items
+        limit = self.options.batch_items
         while True:
             taken: list[HarnessStreamEvent | _End] = [await queue.get()]
             while len(taken) < limit and not queue.empty():

@@ -26,6 +26,7 @@ from .delivery import Page
 from .driver import DrivenRun
 from .errors import FollowerLimitError
 from .feed import RunFeed
+from .options import SupervisorOptions
 from .protocols import Stores
 from .retry import READ_AGAIN
 
@@ -50,22 +51,20 @@ cannot take the event loop from the Run itself (100 ms between writes at 500 fol
 class RunFollowers:
     """The feeds of the Runs followed in this process and their followers (see the module comment), for
     the supervisor: ``runs`` are the Runs it drives (by source run id), ``spawn`` starts a task it
-    stops; the numbers are the supervisor's options of the same names (``wait_remote``: how long a
-    follower of a Run driven elsewhere waits before it reads the log again). Once ``stopped``, no
-    reader is started."""
+    stops; ``options`` are the supervisor's (``wait_remote``: how long a follower of a Run driven
+    elsewhere waits before it reads the log again). Once ``stopped``, no reader is started."""
 
-    def __init__(self, stores: Stores, runs: Mapping[str, DrivenRun], *, max_followers: int,
-                 catch_up_after: int | None, window: int, page: int, keepalive: float, wait_remote: float,
-                 spawn: Callable[[Awaitable[Any], str], object]) -> None:
+    def __init__(self, stores: Stores, runs: Mapping[str, DrivenRun], *, options: SupervisorOptions,
+                 wait_remote: float, spawn: Callable[[Awaitable[Any], str], object]) -> None:
         self.stores = stores
         self.deliveries = stores.deliveries
-        self.max_followers = max_followers
-        self.catch_up_after = catch_up_after
+        self.max_followers = options.max_followers
+        self.catch_up_after = options.catch_up_after
         self.feeds: dict[str, RunFeed] = {}
         self._runs = runs
-        self._window = window
-        self._page = page
-        self._keepalive = keepalive
+        self._window = options.window
+        self._page = options.page
+        self._keepalive = float(options.keepalive)
         self._wait_remote = wait_remote
         self._spawn = spawn
         self.stopped = False

@@ -19,20 +19,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+import attrs
 from ag_ui.core import RunAgentInput
 
 from ..core.observer import HarnessAguiObserver
 from ..core.reduce import Processor
 from ..core.source import HarnessStreamEvent
-from .batch import BatchWriter, GroupCommit
+from .batch import BatchWriter
 from .bindings import WireRun
 from .checks import Cursor
 from .driver import DrivenRun, RunDriver, close_stream
 from .errors import StorageError
 from .followers import KEEPALIVE, RunFollowers
+from .options import SupervisorOptions
 from .protocols import Stores
 from .retry import READ_AGAIN, RECONNECT
 from .runner import RequestContext, Runner, StartedRun
@@ -41,7 +43,7 @@ from .starts import Asked, RunStarts
 if TYPE_CHECKING:
     from .postgres import FencedDeliveryLog, PostgresLeases, Worker
 
-__all__ = ["RunSupervisor", "FAILURE_CODES", "Reattach", "KEEPALIVE"]
+__all__ = ["RunSupervisor", "SupervisorOptions", "FAILURE_CODES", "Reattach", "KEEPALIVE"]
 
 log = logging.getLogger("harness_agui.host.supervisor")
 
@@ -86,32 +88,21 @@ class RunSupervisor:
     takes from its queue for one write; ``queue_items``: how many items a Harness may run ahead
     of its driver. ``observer_options`` go to every Run's ``HarnessAguiObserver`` (``show_hidden``,
     ``max_event_bytes``, ...; a Run's ``client_thread_id`` / ``client_run_id`` are its binding's wire ids).
+
+    Those settings are the fields of ``options`` (a frozen ``SupervisorOptions``, kept as ``options``),
+    or keywords of the same names, which are laid over ``options`` when both are given. Raises
+    ValueError for a number out of range or an observer option it cannot take, TypeError for an
+    unknown keyword.
     """
 
     def __init__(self, stores: Stores, *, runner: Runner | None = None, processor: Processor | None = None,
-                 reattach: Reattach | None = None,
-                 group_commit: GroupCommit | None = None, leases: PostgresLeases | None = None,
-                 scan_interval: float = 0.5,
-                 poll_interval: float = 0.05, recheck: float = 30.0, catch_up_after: int | None = 1000,
-                 max_followers: int = 1000, window: int = 1024, page: int = 512, keepalive: float = 15.0,
-                 batch_items: int = 256, queue_items: int = 1024,
-                 observer_options: Mapping[str, Any] | None = None) -> None:
-        for name, count in (("max_followers", max_followers), ("window", window), ("page", page),
-                            ("batch_items", batch_items), ("queue_items", queue_items)):
-            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-                raise ValueError(f"{name} must be an int >= 1, not {count!r}")
-        for name, seconds in (("poll_interval", poll_interval), ("recheck", recheck), ("keepalive", keepalive),
-                              ("scan_interval", scan_interval)):
-            if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
-                raise ValueError(f"{name} must be a number of seconds > 0, not {seconds!r}")
-        if catch_up_after is not None and (isinstance(catch_up_after, bool) or not isinstance(catch_up_after, int)
-                                           or catch_up_after < 0):
-            raise ValueError(f"catch_up_after must be an int >= 0 or None, not {catch_up_after!r}")
-        options = dict(observer_options or {})
-        reserved = sorted({"client_thread_id", "client_run_id", "retain_events"} & set(options))
-        if reserved:
-            raise ValueError(f"observer_options may not set {', '.join(reserved)}: the supervisor sets them per Run")
-        HarnessAguiObserver(processor, **options)  # the options' own errors, now
+                 reattach: Reattach | None = None, leases: PostgresLeases | None = None,
+                 options: SupervisorOptions | None = None, **settings: Any) -> None:
+        options = SupervisorOptions() if options is None else options
+        if settings:  # the keyword form: the options' fields, over ``options`` when both are given
+            options = attrs.evolve(options, **settings)
+        self.options = options
+        HarnessAguiObserver(processor, **options.observer_options)  # the options' own errors, now
         if reattach is None:
             reattach = getattr(runner, "reattach", None)
         self.stores = stores
@@ -119,17 +110,14 @@ class RunSupervisor:
         self.deliveries = stores.deliveries
         self.reattach = reattach
         self.leases = leases
-        self._scan_interval = float(scan_interval)
-        wait_remote = float(poll_interval) if leases is None else float(recheck)
+        wait_remote = float(options.poll_interval) if leases is None else float(options.recheck)
         self._runs: dict[str, DrivenRun] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._worker: Worker | None = None
         self._worker_task: asyncio.Task[None] | None = None
-        self._driver = RunDriver(stores, processor=processor, observer_options=options, group_commit=group_commit,
-                                 batch_items=batch_items, queue_items=queue_items, wait_remote=wait_remote)
-        self._followers = RunFollowers(stores, self._runs, max_followers=max_followers,
-                                       catch_up_after=catch_up_after, window=window, page=page,
-                                       keepalive=float(keepalive), wait_remote=wait_remote, spawn=self._spawn)
+        self._driver = RunDriver(stores, processor=processor, options=options, wait_remote=wait_remote)
+        self._followers = RunFollowers(stores, self._runs, options=options, wait_remote=wait_remote,
+                                       spawn=self._spawn)
         # A Run leased here may be started by another server on the same Thread: its starts lock the Thread in
         # the database too.
         self._starts = RunStarts(self, runner, None if leases is None else stores.thread_locks())
@@ -151,7 +139,7 @@ class RunSupervisor:
             from .postgres import Worker
 
             self._worker = Worker(self.journal, self.deliveries, self.leases,  # type: ignore[arg-type]
-                                  drive=self._drive_leased, scan_interval=self._scan_interval)
+                                  drive=self._drive_leased, scan_interval=float(self.options.scan_interval))
             if recover:
                 self._worker_task = asyncio.create_task(self._worker.run(), name="harness-agui lease worker")
             return ()

@@ -38,6 +38,7 @@ from ..delivery import Delivery
 from ..driver import DrivenRun, RunDriver
 from ..errors import ProjectorConflictError
 from ..feed import RunFeed
+from ..options import SupervisorOptions
 from ._pg import LOCK_WORKER, STREAMS_CHANNEL
 from .batch import PostgresStores
 from .delivery import RUNS as DELIVERY_RUNS
@@ -231,8 +232,7 @@ class Worker:
         # The supervisor's driver, on this worker's database (its writer is made on first use).
         if self._driver is None:
             stores = PostgresStores(self.journal, self.deliveries)
-            self._driver = RunDriver(stores, processor=self.processor, observer_options={}, group_commit=None,
-                                     batch_items=256, queue_items=1024,
+            self._driver = RunDriver(stores, processor=self.processor, options=SupervisorOptions(),
                                      wait_remote=30.0)  # not used: PostgreSQL wakes a journal's tail by NOTIFY
         return self._driver
 
