@@ -1,5 +1,6 @@
 # What every store of the Host kit shares (the journals, delivery logs and
-# Run bindings of both backends): one database, ``_db`` (a ``_sqlite.Database``
+# Run bindings of both backends, and the SQLite checkpoint store, whose repr
+# is its own): one database, ``_db`` (a ``_sqlite.Database``
 # or a ``postgres._pg.Database``, which both say ``path``, ``read_only`` and
 # ``closed``), named by ``path`` in errors and reprs, and closed by hand or
 # as a context manager.

@@ -44,6 +44,7 @@ from ..core.errors import AguiObservationError, CheckpointError
 from ..core.observer import HarnessAguiObserver
 from ..core.source import HarnessStreamEvent
 from ._sqlite import INTEGER, TEXT, Column, Database, Table
+from ._store import Store
 from .errors import DamagedStoreError, StorageError
 from .protocols import CheckpointStore, SourceJournal, StoredCheckpoint
 
@@ -57,7 +58,7 @@ CHECKPOINTS = Table(
 )
 
 
-class SqliteCheckpointStore:
+class SqliteCheckpointStore(Store):
     """Checkpoints of Runs' projections in one SQLite file (usually the
     journal's).
 
@@ -101,10 +102,6 @@ class SqliteCheckpointStore:
             self._db.close()
             raise
         self._written: dict[str, int] = {}
-
-    @property
-    def path(self) -> str:
-        return self._db.path
 
     def save(self, run_id: str, data: bytes) -> StoredCheckpoint:
         """Store checkpoint ``data`` of root Run ``run_id`` (replacing one at
@@ -187,15 +184,6 @@ class SqliteCheckpointStore:
             else:
                 conn.execute(f"DELETE FROM {CHECKPOINTS.name} WHERE run_id = ? AND position = ?", (run_id, position))
         self._written.pop(run_id, None)
-
-    def close(self) -> None:
-        self._db.close()
-
-    def __enter__(self) -> SqliteCheckpointStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<SqliteCheckpointStore {self.path!r} every={self.every} keep={self.keep}>"
