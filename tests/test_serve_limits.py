@@ -1,6 +1,9 @@
-"""What ordinary clients must not be able to do to a served Run: slow it down by following it, stall the
+"""What ordinary clients must not be able to do to a served Run: hold it back by following it, stall the
 server by joining it late, or grow its memory by reading a long Run slowly; and what a child Run must not
-cost its root. Each test prints the figures it measured (``pytest -s`` shows them).
+cost its root. The tests that serve over HTTP print the figures they measured (``pytest -s`` shows them);
+what they assert holds on a loaded machine too: how fast is for the benchmarks (bench/serve_load.py), so
+the claims about pace are checked here as what they rest on (the driver never waits for a follower, a
+late joiner's catch-up is taken off the event loop), in process, with timeouts only as hang guards.
 
 The servers are tests/serve_host.py under uvicorn in a child process, as in tests/test_serve.py; the
 followers are raw sockets (``Connection: close``, read to the end), as many as a busy Run may have.
@@ -11,9 +14,12 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
 from serve_host import tool_items
 from test_serve import (  # noqa: F401  (servers: the fixture)
     RUN,
@@ -26,8 +32,12 @@ from test_serve import (  # noqa: F401  (servers: the fixture)
     scripted_server,
     servers,
 )
+from test_supervisor import Host, a_run, collect, frames_of
 
+from harness_agui import HarnessStreamEvent
 from harness_agui.host import SqliteDeliveryLog, SqliteSourceJournal, project_run
+from harness_agui.host import followers as followers_module
+from harness_agui.host.runner import CallableRun
 from harness_agui.testing import SourceBuilder, projection_json
 
 
@@ -73,7 +83,7 @@ def _post_and_time(server: Server, run_id: str, started: threading.Event | None 
     return last - first, count
 
 
-def test_a_runs_pace_does_not_depend_on_how_many_clients_follow_it(
+def test_a_run_followed_by_a_hundred_clients_reaches_each_of_them_whole(
         tmp_path: Path, servers: list[Server]) -> None:  # noqa: F811
     followers = 100
     server = scripted_server(tmp_path / "host.db", free_port(), "paced", "--items", "300", "--pace", "0.01")
@@ -96,11 +106,11 @@ def test_a_runs_pace_does_not_depend_on_how_many_clients_follow_it(
     print(f"\n300-item Run at 10 ms: {alone:.2f} s alone, {followed:.2f} s with {followers} followers "
           f"(x{followed / alone:.2f})")
     assert count == events
+    assert len(bodies) == followers
     assert all(b'"type":"RUN_FINISHED"' in body for body in bodies)
-    assert followed < 1.5 * alone
 
 
-def test_late_joiners_are_caught_up_off_the_event_loop_and_other_requests_are_answered_meanwhile(
+def test_late_joiners_of_a_long_live_run_are_answered_and_other_requests_meanwhile(
         tmp_path: Path, servers: list[Server]) -> None:  # noqa: F811
     calls = 2000
     server = scripted_server(tmp_path / "host.db", free_port(), "tools", "--items", str(calls),
@@ -144,7 +154,94 @@ def test_late_joiners_are_caught_up_off_the_event_loop_and_other_requests_are_an
     print(f"\n10 late joiners of a live Run of {calls} tool calls ({expected} events): the slowest of "
           f"{len(latencies)} unrelated requests took {max(latencies) * 1000:.0f} ms")
     assert all(b"HTTP/1.1 200" in j for j in joined)
-    assert max(latencies) < 0.5  # before: the catch-up ran on the event loop (1 s here, 9.3 s at 10,000 calls)
+    assert latencies  # the unrelated requests were answered (each a 404) while the joiners were served
+
+
+async def _held(items: list[HarnessStreamEvent], first: int,
+                release: asyncio.Event) -> AsyncIterator[HarnessStreamEvent]:
+    """``items``, the first ``first`` at once, the rest once ``release`` is set."""
+    for n, item in enumerate(items):
+        if n == first:
+            await release.wait()
+        yield item
+
+
+def test_followers_that_stop_reading_do_not_hold_the_run_back(tmp_path: Path) -> None:
+    items = a_run("run-unread", deltas=200)
+
+    async def scenario() -> tuple[int, list[tuple[int, dict[str, Any]]]]:
+        host = Host(tmp_path / "host.db")
+        try:
+            host.supervisor.start_run(CallableRun(lambda: _held(items, 3, release), thread_id="thread-s",
+                                                  run_id="run-unread"))
+            stalled = [host.supervisor.follow("run-unread") for _ in range(100)]
+            for follower in stalled:  # each takes its first chunk, then is never read again
+                await asyncio.wait_for(anext(follower), 10)
+            release.set()
+            await asyncio.wait_for(host.supervisor.wait("run-unread"), 30)  # the Run ended, unread
+            for follower in stalled:
+                await follower.aclose()
+            whole = frames_of(await asyncio.wait_for(collect(host.supervisor.follow("run-unread")), 30))
+            return len(stalled), whole
+        finally:
+            await host.close()
+
+    release = asyncio.Event()
+    stalled, whole = asyncio.run(scenario())
+    assert stalled == 100
+    assert [n for n, _ in whole] == list(range(1, len(whole) + 1))
+    assert whole[-1][1]["type"] == "RUN_FINISHED"
+
+
+def test_a_late_joiners_catch_up_is_taken_off_the_event_loop_which_serves_others_meanwhile(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    taken_in: list[int] = []
+    taking = threading.Event()  # the catch-up has begun (in whatever thread takes it)
+    answered = threading.Event()  # the event loop answered another request while it was being taken
+    take = followers_module._take_catch_up
+
+    def held_catch_up(observer: Any, tag: str) -> tuple[int, bytes]:
+        taken_in.append(threading.get_ident())
+        taking.set()
+        # Taken on the event loop, this would wait for a request the loop cannot answer while it waits.
+        assert answered.wait(30), "the event loop answered nothing while the catch-up was taken"
+        return take(observer, tag)
+
+    monkeypatch.setattr(followers_module, "_take_catch_up", held_catch_up)
+    items = a_run("run-late", deltas=60)
+
+    async def scenario() -> list[tuple[int, dict[str, Any]]]:
+        host = Host(tmp_path / "host.db", catch_up_after=10)
+        try:
+            host.supervisor.start_run(CallableRun(lambda: _held(items, 40, release), thread_id="thread-s",
+                                                  run_id="run-late"))
+            async def past_the_threshold() -> None:
+                while await host.supervisor.last_event_id("run-late") <= 10:
+                    await asyncio.sleep(0.01)
+
+            await asyncio.wait_for(past_the_threshold(), 30)
+            joiner = asyncio.ensure_future(collect(host.supervisor.follow("run-late", late_joiner=True)))
+            assert await asyncio.to_thread(taking.wait, 30)
+            # Another request, answered by the loop while the joiner's catch-up is being taken.
+            assert await asyncio.wait_for(host.supervisor.last_event_id("run-late"), 10) > 10
+            answered.set()
+            release.set()
+            return frames_of(await asyncio.wait_for(joiner, 30))
+        finally:
+            answered.set()
+            release.set()
+            await host.close()
+
+    release = asyncio.Event()
+    loop_threads: list[int] = []
+    seen = asyncio.run(_on_loop_thread(scenario(), loop_threads))
+    assert taken_in and loop_threads[0] not in taken_in
+    assert seen[-1][1]["type"] == "RUN_FINISHED"
+
+
+async def _on_loop_thread(coroutine: Any, threads: list[int]) -> Any:
+    threads.append(threading.get_ident())
+    return await coroutine
 
 
 def _finished_run(database: Path, deltas: int) -> int:
