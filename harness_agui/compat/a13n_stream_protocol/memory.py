@@ -25,6 +25,10 @@ _KINDS: dict[str, tuple[Literal["record", "file"], str, str]] = {
     "memory_recall": ("record", "recall", "records"),
     "memory_context": ("file", "context", "files"),
 }
+# A memory's fields a source keeps, with their defaults.
+_FIELDS: dict[str, JsonValue] = {
+    "memory": None, "memory_id": None, "records": [], "files": [], "cursor": None, "sources_truncated": False,
+}
 
 
 class RecordSource(BaseModel):
@@ -76,17 +80,9 @@ def memory_sources(payload: dict[str, JsonValue]) -> tuple[MemorySource, ...] | 
         status = memory.get(status_field)
         if not isinstance(status, str) or (status in _DELIVERING and list_field not in memory):
             return None
+        fields = {name: memory.get(name, default) for name, default in _FIELDS.items()}
         try:
-            source = MemorySource.model_validate({
-                "kind": source_kind,
-                "memory": memory.get("memory"),
-                "memory_id": memory.get("memory_id"),
-                "status": status,
-                "records": memory.get("records", []),
-                "files": memory.get("files", []),
-                "cursor": memory.get("cursor"),
-                "sources_truncated": memory.get("sources_truncated", False),
-            })
+            source = MemorySource.model_validate({"kind": source_kind, "status": status, **fields})
         except ValidationError:
             return None  # an open vocabulary: an unknown payload stays an ordinary observation
         sources.append(source)
