@@ -25,7 +25,6 @@
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -35,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ag_ui.core import Event, TextPart, ToolCallArgsEvent, ToolCallResultEvent
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from ...core._json import copy_json
 from ._base import AguiEventProcessor, ObserverContinuation
 from ._names import AUTHORED_INPUT_EVENT_NAMES
 from .fragments import CustomEventAssembler, FragmentState
@@ -543,13 +543,13 @@ class DisplayFold:
                 extend(held.event, text)
                 held.size += _json_size(text) - 2  # the text's escaped length, without its quotes
         else:
-            first = copy.deepcopy(event)
+            first = copy_json(event)
             held = self.arguments = HeldArguments(stream=stream, key=self._observation_key(), at=_occurred(first),
                                                   sequence=0, event=first, size=_json_size(first["value"]))
         held.sequence = self.sequence
         if not self.retain_content and held.size > MAX_OBSERVATION_BYTES:
             held.event = None
-        value = copy.deepcopy(held.event["value"]) if held.event is not None else _OMITTED
+        value = copy_json(held.event["value"]) if held.event is not None else _OMITTED
         content: dict[str, JsonValue] = {"name": _PART_DELTA, "value": value, **_carried(event, "subagentRunId")}
         return self._put(held.key, "observation", "completed", content, at=held.at)
 
