@@ -41,9 +41,10 @@
 # classes' field order, serializers and aliases, a Python object a tool
 # returned), which the source model keeps only as JSON. So this vocabulary
 # renders from the native item: the compat observer, which receives native
-# items, names the one it is observing (``observing``), and any other caller
-# (a replay from a journal, a Host's own observer) gets ``to_a13n`` of the
-# source item, which is the same object for every item of a real Run.
+# items, projects each under this vocabulary bound to it (``bound``: the
+# native item in hand, passed as an argument), and any other caller (a replay
+# from a journal, a Host's own observer) gets ``to_a13n`` of the source item,
+# which is the same object for every item of a real Run.
 #
 # a13n-stream-protocol 0.5 (``VOCABULARY_05``, named ``NAME_05``; a13n-harness
 # 0.5) makes the same decisions but for these (``Release``): a reasoning
@@ -68,9 +69,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable
 from dataclasses import replace
 from functools import lru_cache
 from typing import Any
@@ -96,8 +95,8 @@ from .content import RELEASE_05 as CONTENT_05
 from .content import ContentRelease, public_tool_value, tool_result_content
 from .fragments import FRAGMENT_EVENT_NAME, fragment_custom_event
 
-__all__ = ["NAME", "NAME_05", "RELEASE_05", "RELEASE_021", "VOCABULARY", "VOCABULARY_05", "Release", "native_of",
-           "observing", "published", "usage_json"]
+__all__ = ["NAME", "NAME_05", "RELEASE_05", "RELEASE_021", "VOCABULARY", "VOCABULARY_05", "Release", "bound",
+           "published", "usage_json"]
 
 NAME = "a13n-stream-protocol/0.21"
 """The vocabulary's name (``ProjectionOptions(vocabulary=NAME)``)."""
@@ -115,31 +114,6 @@ class Release:
     empty_text_deltas: bool
     any_json: bool
     content: ContentRelease
-
-# -- the native item ------------------------------------------------------------------------------
-
-_OBSERVING: ContextVar[tuple[HarnessStreamEvent, Any] | None] = ContextVar("a13n_native_item", default=None)
-
-
-@contextmanager
-def observing(item: HarnessStreamEvent, native: Any) -> Iterator[None]:
-    """While the block runs (in this context), ``native`` is the native
-    object of source item ``item``."""
-    token = _OBSERVING.set((item, native))
-    try:
-        yield
-    finally:
-        _OBSERVING.reset(token)
-
-
-def native_of(item: HarnessStreamEvent) -> Any:
-    """The a13n-harness object of source item ``item``: the one being
-    observed, else ``to_a13n(item)``."""
-    current = _OBSERVING.get()
-    if current is not None and current[0] is item:
-        return current[1]
-    return to_a13n(item)
-
 
 # -- values -----------------------------------------------------------------------------------------
 
@@ -277,7 +251,7 @@ def _ending(found: OpenPart | None, index: int, kind: PartKind, part_id: str) ->
 # -- the rulebook of one Run ----------------------------------------------------------------------------
 
 def convert(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int, out: list[Record],
-            options: ProjectionOptions, *, release: Release | None = None) -> RunState:
+            options: ProjectionOptions, *, release: Release | None = None, native: Any = None) -> RunState:
     """The records of a non-terminal item of Run ``run`` (appended to
     ``out``) and the Run's state after it, with ``history`` as its cursor."""
     if type(item.event) is ObservationEvent:  # this library's own (a13n-harness has none)
@@ -286,7 +260,7 @@ def convert(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int, 
             "name": observed.name, "value": observed.value}))))
         return RunState(history, run.parts, run.ledger)
     release = release or RELEASE_021
-    native = native_of(item)
+    native = to_a13n(item) if native is None else native
     source = native.event
     parts, request = run.parts, run.ledger.request_index or 0
     events: list[Record] = []
@@ -464,10 +438,10 @@ def close(run: RunState, ts: int, out: list[Record]) -> RunState:
 
 
 def terminal(run: RunState, item: HarnessRunResultEvent, ts: int, out: list[Record], *,
-             release: Release | None = None) -> RunState:
+             release: Release | None = None, native: Any = None) -> RunState:
     release = release or RELEASE_021
     run = close(run, ts, out)
-    native = native_of(item)
+    native = to_a13n(item) if native is None else native
     result = native.result
     usage = usage_json(result.usage)
     raw: dict[str, Any] = {"thread_id": native.thread_id, "run_id": native.run_id, "sequence": native.sequence,
@@ -667,3 +641,11 @@ VOCABULARY_05 = attrs.evolve(VOCABULARY, name=NAME_05, convert=functools.partial
                              terminal=functools.partial(terminal, release=RELEASE_05))
 """a13n-stream-protocol 0.5's vocabulary (a13n-harness 0.5)."""
 register(VOCABULARY_05)
+
+
+def bound(vocabulary: Vocabulary, native: Any) -> Vocabulary:
+    """``vocabulary`` rendering from ``native``, the a13n-harness object of the one item it is given (the
+    compat observer's, which has it in hand)."""
+    convert: Any = functools.partial(vocabulary.convert, native=native)  # type: ignore[call-arg]
+    terminal: Any = functools.partial(vocabulary.terminal, native=native)  # type: ignore[call-arg]
+    return attrs.evolve(vocabulary, convert=convert, terminal=terminal)
