@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterable
 from typing import Any, Self
 
+import attrs
 from ag_ui.core import Event
 
 from ..._a13n_release import require_release
@@ -139,8 +140,7 @@ class Observer:
         host, shown = self._processor, item if native is not None else source
         processor = None if host is None else (lambda _source, event: host(shown, event))
         if native is not None:
-            state = state._replace(options=ProjectionOptions(
-                show_hidden=True, max_event_bytes=None, vocabulary=bound(self._vocabulary, native), order="unchecked"))
+            state = state._replace(options=attrs.evolve(self._options, vocabulary=bound(self._vocabulary, native)))
         try:
             state, records = step(state, source, processor)
         except AguiObservationError:

@@ -85,7 +85,7 @@ from ...core import records as ev
 from ...core.history import HistoryCursor
 from ...core.records import Record
 from ...core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent, ObservationEvent
-from ...core.state import OpenPart, PartKind, ProjectionOptions, RunState
+from ...core.state import OpenPart, PartKind, ProjectionOptions, RunState, find_part
 from ...core.vocabulary import Vocabulary, register
 from ._base import AguiObservationError
 from ._harness import natives as N
@@ -201,13 +201,6 @@ def _cursor(index: int, kind: PartKind, part_id: str, tool_name: str | None = No
                     signature="" if signature else None)
 
 
-def _find(parts: tuple[OpenPart, ...], index: int) -> OpenPart | None:
-    for part in parts:
-        if part.index == index:
-            return part
-    return None
-
-
 def _put(parts: tuple[OpenPart, ...], part: OpenPart) -> tuple[OpenPart, ...]:
     """``parts`` with ``part`` at its index: in the place of the cursor it replaces, else last."""
     for i, p in enumerate(parts):
@@ -227,23 +220,15 @@ def _part_id(run_id: str, request: int, index: int, kind: str) -> str:
 _KIND_CHANGED = "Pydantic part kind changed before its end event"
 
 
-def _open(parts: tuple[OpenPart, ...], index: int, kind: PartKind, part_id: str) -> tuple[OpenPart, bool]:
-    """The cursor at ``index`` (which must be of ``kind``), or a new one with
-    ``part_id``; and whether it is new."""
-    found = _find(parts, index)
+def _open(found: OpenPart | None, index: int, kind: PartKind, part_id: str, *,
+          ending: bool = False) -> tuple[OpenPart, bool]:
+    """``found`` (which must be of ``kind``, and at an end have ``part_id``), or a new cursor with ``part_id``;
+    and whether it is new."""
     if found is None:
         return _cursor(index, kind, part_id), True
     if found.kind != kind:
         raise AguiObservationError(_KIND_CHANGED)
-    return found, False
-
-
-def _ending(found: OpenPart | None, index: int, kind: PartKind, part_id: str) -> tuple[OpenPart, bool]:
-    if found is None:
-        return _cursor(index, kind, part_id), True
-    if found.kind != kind:
-        raise AguiObservationError(_KIND_CHANGED)
-    if found.message_id != part_id:
+    if ending and found.message_id != part_id:
         raise AguiObservationError("Pydantic part identity changed before its end event")
     return found, False
 
@@ -339,16 +324,17 @@ def _part_start(native: Any, source: Any, parts: tuple[OpenPart, ...], request: 
 def _part_delta(native: Any, source: Any, parts: tuple[OpenPart, ...], request: int, ts: int,
                 out: list[Record], release: Release) -> tuple[OpenPart, ...]:
     delta, index, run_id = source.delta, source.index, native.run_id
+    found = find_part(parts, index)
     if isinstance(delta, N.TextPartDelta):
         if not delta.content_delta and not release.empty_text_deltas:
             return parts  # a citation-only delta: its CUSTOM
-        cursor, opened = _open(parts, index, "text", _part_id(run_id, request, index, "text"))
+        cursor, opened = _open(found, index, "text", _part_id(run_id, request, index, "text"))
         if opened:
             out.append(ev.text_start(ts, cursor.message_id))
         out.append(ev.text_content(ts, cursor.message_id, delta.content_delta))
         return _put(parts, cursor._replace(streamed=1))
     if isinstance(delta, N.ThinkingPartDelta):
-        cursor, opened = _open(parts, index, "thinking", _part_id(run_id, request, index, "reasoning"))
+        cursor, opened = _open(found, index, "thinking", _part_id(run_id, request, index, "reasoning"))
         if opened:
             out.append(ev.reasoning_start(ts, cursor.message_id))
         if delta.content_delta:
@@ -359,7 +345,6 @@ def _part_delta(native: Any, source: Any, parts: tuple[OpenPart, ...], request: 
             cursor = cursor._replace(signature="")
         return _put(parts, cursor)
     if isinstance(delta, N.ToolCallPartDelta):
-        found = _find(parts, index)
         if found is None:
             cursor = OpenPart(index, "tool_call", delta.tool_call_id or _part_id(run_id, request, index, "tool"),
                               started=False)
@@ -378,11 +363,11 @@ def _part_delta(native: Any, source: Any, parts: tuple[OpenPart, ...], request: 
 def _part_end(native: Any, source: Any, parts: tuple[OpenPart, ...], request: int, ts: int,
               out: list[Record], release: Release) -> tuple[OpenPart, ...]:
     part, index, run_id = source.part, source.index, native.run_id
-    found = _find(parts, index)
+    found = find_part(parts, index)
     parts = _without(parts, index)  # any end settles the cursor at its index
     if isinstance(part, N.TextPart):
         mid = part.id or (found.message_id if found is not None else None) or _part_id(run_id, request, index, "text")
-        cursor, opened = _ending(found, index, "text", mid)
+        cursor, opened = _open(found, index, "text", mid, ending=True)
         if opened:
             out.append(ev.text_start(ts, mid))
         if part.content and not cursor.streamed:
@@ -391,7 +376,7 @@ def _part_end(native: Any, source: Any, parts: tuple[OpenPart, ...], request: in
     elif isinstance(part, N.ThinkingPart):
         mid = ((release.own_reasoning_ids and part.id) or (found.message_id if found is not None else None)
                or _part_id(run_id, request, index, "reasoning"))
-        cursor, opened = _ending(found, index, "thinking", mid)
+        cursor, opened = _open(found, index, "thinking", mid, ending=True)
         if opened:
             out.append(ev.reasoning_start(ts, mid))
         if part.content and not cursor.streamed:
@@ -401,7 +386,7 @@ def _part_end(native: Any, source: Any, parts: tuple[OpenPart, ...], request: in
         out.append(ev.reasoning_end(ts, mid))
     elif isinstance(part, N.ToolCallPart):
         call_id = found.message_id if found is not None else part.tool_call_id
-        _ending(found, index, "tool_call", call_id)
+        _open(found, index, "tool_call", call_id, ending=True)
         out.append(ev.tool_call_start(ts, call_id, part.tool_name, None))
         if part.args is not None:
             out.append(ev.tool_call_args(ts, call_id, _args_text(part.args)))
