@@ -127,19 +127,15 @@ _JSON_VALUE = TypeAdapter(JsonValue)
 
 
 def _dump_as(release: Release, value: Any, cls: type | None = None) -> Any:
-    """The JSON of a native event as ``release`` writes it: by its own class's adapter (``cls`` where given), or
-    for 0.5 pydantic's JSON of any value (``cls`` still names the adapter of an unknown capability event)."""
-    if release.any_json:
-        adapter = _ANY if cls is None or cls is type(value) else _adapter(cls)
-        return adapter.dump_python(value, mode="json", by_alias=True, warnings="error")
-    return _dump(value, cls)
-
-
-def _dump(value: Any, cls: type | None = None) -> Any:
-    """pydantic's JSON of a native object, by its own class's adapter (so its
-    serializers and aliases, and never a callback a field holds); raises
-    what pydantic raises for an object it cannot write."""
-    return _adapter(cls or type(value)).dump_python(value, mode="json", by_alias=True, warnings="error")
+    """The JSON of a native event as ``release`` writes it: pydantic's, by its own class's adapter (``cls``
+    where given: its serializers and aliases, never a callback a field holds), or for 0.5 by the adapter of
+    any value (``cls`` still names that of an unknown capability event). Raises what pydantic raises for an
+    object it cannot write."""
+    if release.any_json and (cls is None or cls is type(value)):
+        adapter = _ANY
+    else:
+        adapter = _adapter(cls or type(value))
+    return adapter.dump_python(value, mode="json", by_alias=True, warnings="error")
 
 
 def _value(native: Any, event: Any) -> dict[str, Any]:
