@@ -199,7 +199,7 @@ _CLASSES: dict[str, _Codec] = {
     "OpenPart": _tuple_codec(state.OpenPart),
     "RunState": _tuple_codec(state.RunState),
     "RunLedger": _tuple_codec(state.RunLedger),
-    "ProjectionOptions": _attrs_codec(state.ProjectionOptions),
+    "ProjectionOptions": _attrs_codec(state.ProjectionOptions)._replace(build=state.ProjectionOptions.unresolved),
     "SubagentState": _attrs_codec(state.SubagentState),
     "LiveLog": _Codec(LiveLog, _live_log_fields, LiveLog, lambda: (int, conversation.Conversation | None)),
     "RecordLog": _Codec(RecordLog, _empty_log_fields, RecordLog, tuple),

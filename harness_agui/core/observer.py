@@ -44,7 +44,7 @@ from .records import EventLog, RecordLog, build
 from .reduce import Processor, step
 from .source import HarnessStreamEvent
 from .state import DEFAULT_OPTIONS, INITIAL_STATE, MAX_EVENT_BYTES, OrderPolicy, ProjectionOptions, ProjectionState
-from .vocabulary import DEFAULT_VOCABULARY
+from .vocabulary import DEFAULT_VOCABULARY, Vocabulary
 
 __all__ = ["HarnessAguiObserver"]
 
@@ -76,8 +76,9 @@ class HarnessAguiObserver:
     named by the Harness's own ids, each Run's items must be numbered from 0
     without a gap (``order="tap"`` takes a13n-harness's producer tap followed
     by the terminal item instead: see docs/drop-in.md, "The producer tap"), and the
-    events are this library's vocabulary (``vocabulary="a13n-stream-protocol/0.21"``
-    speaks that package's).
+    events are this library's vocabulary (``vocabulary=`` a ``Vocabulary``, or
+    the name of one made, such as ``"a13n-stream-protocol/0.21"``, speaks
+    another: ``core.vocabulary``).
 
     State-changing calls must be serialized by the caller; reads (properties,
     ``snapshot()``, ``messages()``, ``catch_up()``, ``checkpoint()``) are
@@ -90,7 +91,7 @@ class HarnessAguiObserver:
                  track_messages: bool = False, show_hidden: bool = False,
                  max_event_bytes: int | None = MAX_EVENT_BYTES, user_messages: bool = True,
                  client_thread_id: str | None = None, client_run_id: str | None = None,
-                 order: OrderPolicy = "strict", vocabulary: str = DEFAULT_VOCABULARY) -> None:
+                 order: OrderPolicy = "strict", vocabulary: str | Vocabulary = DEFAULT_VOCABULARY) -> None:
         if processor is not None and not callable(processor):
             raise TypeError(f"processor must be callable, not {type(processor).__name__}")
         if not isinstance(retain_events, bool) or not isinstance(track_messages, bool):
@@ -346,9 +347,14 @@ class HarnessAguiObserver:
         retain = events.retained if retain_events is None else retain_events
         track = events.messages if track_messages is None else track_messages
         observer = cls(processor, retain_events=retain, track_messages=track and not retain)
-        state = observer._decode(data, processor_identity, run_id, key, adopt_options=options is None)
+        state = observer._decode(data, processor_identity, run_id, key, adopt_options=True)
         if options is not None:
             observer._check_options(state, options)
+            state = state._replace(options=options)
+        elif state.options.rules is None:
+            raise CheckpointError(f"a checkpoint in vocabulary {state.options.vocabulary!r}, which this process has "
+                                  "not made: pass options=ProjectionOptions(vocabulary=<its Vocabulary>, ...)",
+                                  problem="options")
         observer._initial = observer._initial._replace(options=state.options)
         observer._state = state
         observer._resumed = True
@@ -364,6 +370,7 @@ class HarnessAguiObserver:
         state = _checkpoint.decode(data, processor_identity=processor_identity, run_id=run_id, key=key)
         if not adopt_options:
             self._check_options(state, self._initial.options)
+            state = state._replace(options=self._initial.options)
         events = state.events
         wanted = self._initial.events
         if isinstance(wanted, LiveLog):

@@ -40,15 +40,13 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import attrs
 from pyrsistent import PMap, PVector, pmap
 
-from . import fit, vocabulary
+from . import fit
+from . import vocabulary as vocabularies
 from .fields import MAX_SOURCE_ID_LENGTH
 from .history import INITIAL_CURSOR, HistoryCursor, advance_by_name
 from .idmap import IdMap, IdSet
 from .livelog import LiveLog
 from .records import EventLog, Record, RecordLog
-
-if TYPE_CHECKING:
-    from .vocabulary import Vocabulary
 
 __all__ = [
     "OpenPart", "RunState", "RunLedger", "ProjectionState", "INITIAL_STATE", "INITIAL_RUN", "CallStatus", "PartKind",
@@ -143,10 +141,8 @@ def _client_id(inst: object, attribute: attrs.Attribute, value: object) -> None:
 
 
 def _vocabulary(inst: object, attribute: attrs.Attribute, value: object) -> None:
-    if not vocabulary.known(value):
-        raise ValueError(f"vocabulary must be one of {sorted(vocabulary.VOCABULARIES)}, not {value!r}")
-    if value != vocabulary.DEFAULT_VOCABULARY:  # the default registers itself with core.reduce
-        vocabulary.resolve(value)  # type: ignore[arg-type]
+    if not vocabularies.known(value):
+        raise ValueError(f"vocabulary must be one of {sorted(vocabularies.NAMES)}, not {value!r}")
 
 
 ORDER_POLICIES: tuple[str, ...] = ("strict", "tap", "unchecked")
@@ -163,7 +159,7 @@ class _Derived:
     __slots__ = ("plain", "advance", "rules", "delta_chars")
 
 
-@attrs.frozen(getstate_setstate=False)
+@attrs.frozen(getstate_setstate=False, init=False)
 class ProjectionOptions(_Derived):
     """How a stream is projected, fixed for an observer's life (a checkpoint
     keeps them, and resumes only under the same).
@@ -186,9 +182,10 @@ class ProjectionOptions(_Derived):
     request's); None: the root Run's own. Everything else (CUSTOM correlation,
     generated message ids) keeps the Harness's ids. Like a source id, each
     has at most ``MAX_SOURCE_ID_LENGTH`` characters, else ValueError.
-    ``vocabulary``: the name of the vocabulary the stream is projected in
-    (``core.vocabulary``): this library's own (the default), or
-    ``"a13n-stream-protocol/0.21"`` (needs a13n-harness).
+    ``vocabulary``: the vocabulary the stream is projected in
+    (``core.vocabulary``): its ``Vocabulary`` value, or its name (this
+    library's own, the default, or one whose vocabulary was made: see
+    ``core.vocabulary``). The field keeps the name; ``rules`` the value.
     ``order``: the order policy its items are checked against
     (``core.history``): "strict" (each Run numbered from 0 with no gap: a
     Run's own stream), "tap" (each Run's numbers increase, the root's
@@ -214,15 +211,38 @@ class ProjectionOptions(_Derived):
     if TYPE_CHECKING:
         plain: bool
         advance: Callable[[HistoryCursor, Any], HistoryCursor]
-        rules: Vocabulary
+        rules: vocabularies.Vocabulary
         delta_chars: int
+
+    def __init__(self, show_hidden: bool = False, max_event_bytes: int | None = MAX_EVENT_BYTES,
+                 user_messages: bool = True, client_thread_id: str | None = None, client_run_id: str | None = None,
+                 vocabulary: str | vocabularies.Vocabulary = vocabularies.DEFAULT_VOCABULARY,
+                 order: OrderPolicy = "strict") -> None:
+        given = vocabulary if isinstance(vocabulary, vocabularies.Vocabulary) else None
+        self.__attrs_init__(show_hidden, max_event_bytes, user_messages, client_thread_id, client_run_id,
+                            vocabulary if given is None else given.name, order)  # type: ignore[arg-type]
+        if given is not None:
+            object.__setattr__(self, "rules", given)
+        elif self.rules is None and self.vocabulary != vocabularies.DEFAULT_VOCABULARY:
+            vocabularies.resolve(self.vocabulary)  # raises, naming what to pass
+
+    @classmethod
+    def unresolved(cls, *fields: Any) -> ProjectionOptions:
+        """Options of these field values whose vocabulary may not be made in
+        this process (``rules`` None then): a checkpoint's, which its
+        restorer completes (``core.observer``). Raises what the field
+        validators raise."""
+        options = cls.__new__(cls)
+        options.__attrs_init__(*fields)
+        return options
 
     def __attrs_post_init__(self) -> None:
         set_ = object.__setattr__
-        set_(self, "plain", self.vocabulary == vocabulary.DEFAULT_VOCABULARY and self.order == "strict")
+        set_(self, "plain", self.vocabulary == vocabularies.DEFAULT_VOCABULARY and self.order == "strict")
         set_(self, "advance", advance_by_name(self.order))
-        # None only in DEFAULT_OPTIONS, made before core.reduce registers the vocabulary it names (and fills it).
-        set_(self, "rules", vocabulary.REGISTERED.get(self.vocabulary))
+        # None in DEFAULT_OPTIONS, made before core.reduce makes the vocabulary it names (and fills it), and for
+        # a name whose vocabulary was not made (``unresolved``).
+        set_(self, "rules", vocabularies.made(self.vocabulary))
         set_(self, "delta_chars", fit.delta_chars(self.max_event_bytes))
 
     def __getstate__(self) -> tuple[Any, ...]:

@@ -36,16 +36,16 @@
 # refuses (``core.reduce``'s module comment).
 #
 # A state names its vocabulary (``ProjectionOptions.vocabulary``), so a
-# checkpoint and a replay keep it. The name is resolved here, from a fixed
-# table of exact names, to the vocabulary registered under it. A vocabulary
-# registers itself when its module is imported, and nothing here imports
-# one: a name the table knows but nothing registered yet is refused with
-# the module to import (so no checkpoint, and no caller's string, ever
-# makes this library import anything). ``DEFAULT_VOCABULARY`` is this
-# library's own vocabulary (``core.reduce`` builds and registers it); the
-# a13n-stream-protocol vocabulary is registered by
-# ``harness_agui.compat.a13n_stream_protocol.vocabulary`` (which the compat
-# observers import).
+# checkpoint and a replay keep it, and its options hold the value itself
+# (``ProjectionOptions.rules``): a caller passes the ``Vocabulary``
+# (``ProjectionOptions(vocabulary=VOCABULARY)``, as the compat observers do),
+# or a name. A name resolves here, among a fixed set of exact names, to the
+# vocabulary made under it; nothing here imports anything, so no checkpoint
+# and no caller's string ever makes this library import code: a name whose
+# vocabulary was not made yet is refused. ``DEFAULT_VOCABULARY`` is this
+# library's own vocabulary (``core.reduce`` builds it); a vocabulary made
+# elsewhere (the a13n-stream-protocol ones, in ``harness_agui.compat``)
+# registers itself where it is made, so that its name resolves too.
 
 from __future__ import annotations
 
@@ -64,17 +64,13 @@ RunState = Any
 ProjectionOptions = Any
 """``core.state.ProjectionOptions`` (not imported, likewise)."""
 
-__all__ = ["Vocabulary", "DEFAULT_VOCABULARY", "VOCABULARIES", "REGISTERED", "register", "resolve", "known"]
+__all__ = ["Vocabulary", "DEFAULT_VOCABULARY", "NAMES", "register", "resolve", "made", "known"]
 
 DEFAULT_VOCABULARY = "harness-agui"
 """The name of this library's own vocabulary (SPEC section 4)."""
 
-VOCABULARIES: dict[str, str] = {
-    DEFAULT_VOCABULARY: "harness_agui.core.reduce",
-    "a13n-stream-protocol/0.21": "harness_agui.compat.a13n_stream_protocol.vocabulary",
-    "a13n-stream-protocol/0.5": "harness_agui.compat.a13n_stream_protocol.vocabulary",
-}
-"""Every vocabulary name a state may hold, and the module whose import registers it."""
+NAMES: frozenset[str] = frozenset((DEFAULT_VOCABULARY, "a13n-stream-protocol/0.21", "a13n-stream-protocol/0.5"))
+"""Every vocabulary name a state may hold."""
 
 Convert = Callable[[RunState, "HistoryCursor", "HarnessEvent", int, "list[Record]", ProjectionOptions], RunState]
 Close = Callable[[RunState, int, "list[Record]"], RunState]
@@ -109,34 +105,37 @@ class Vocabulary:
         return f"<Vocabulary {self.name}>"
 
 
-REGISTERED: dict[str, Vocabulary] = {}
-"""The vocabularies registered so far, by name (read it; ``register`` adds to it). The reducer
-looks a state's vocabulary up here: ``ProjectionOptions`` resolves its name when it is made."""
+_MADE: dict[str, Vocabulary] = {}  # by name: the vocabularies made so far (``register``)
 
 
 def register(vocabulary: Vocabulary) -> None:
     """Make ``vocabulary`` the one its name resolves to. Raises ValueError
     for a name outside ``VOCABULARIES`` or one already registered."""
-    if vocabulary.name not in VOCABULARIES:
+    if vocabulary.name not in NAMES:
         raise ValueError(f"{vocabulary.name!r} is not a vocabulary name this library knows")
-    if vocabulary.name in REGISTERED:
+    if vocabulary.name in _MADE:
         raise ValueError(f"vocabulary {vocabulary.name!r} is registered already")
-    REGISTERED[vocabulary.name] = vocabulary
+    _MADE[vocabulary.name] = vocabulary
 
 
 def known(name: object) -> bool:
     """Whether ``name`` is a vocabulary name (registered or not)."""
-    return type(name) is str and name in VOCABULARIES
+    return type(name) is str and name in NAMES
+
+
+def made(name: str) -> Vocabulary | None:
+    """The vocabulary made as ``name``, or None."""
+    return _MADE.get(name)
 
 
 def resolve(name: str) -> Vocabulary:
-    """The vocabulary registered as ``name``. Raises ValueError for a name
-    outside the table, and for one whose module was not imported yet (the
-    message names it)."""
-    found = REGISTERED.get(name)
+    """The vocabulary made as ``name``. Raises ValueError for a name outside
+    ``NAMES``, and for one whose vocabulary was not made yet (pass the
+    ``Vocabulary`` itself, or import the module that makes it)."""
+    found = _MADE.get(name)
     if found is not None:
         return found
-    module = VOCABULARIES.get(name) if type(name) is str else None
-    if module is None:
-        raise ValueError(f"unknown vocabulary {name!r} (known: {', '.join(sorted(VOCABULARIES))})")
-    raise ValueError(f"vocabulary {name!r} is not registered: import {module} first")
+    if not known(name):
+        raise ValueError(f"unknown vocabulary {name!r} (known: {', '.join(sorted(NAMES))})")
+    raise ValueError(f"vocabulary {name!r} is not made yet: pass its Vocabulary value (ProjectionOptions("
+                     "vocabulary=...)), or import the module that makes it first")

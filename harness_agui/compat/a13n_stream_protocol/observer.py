@@ -1,34 +1,32 @@
-# The observers of a13n-stream-protocol 0.21, as a thin shell over this
-# library's reducer.
+# The observers of a13n-stream-protocol 0.21 (and, through ``Observer``, 0.5),
+# as a thin shell over this library's reducer.
 #
-# Each observer holds one immutable ``ProjectionState`` projected in the
-# a13n-stream-protocol vocabulary (``vocabulary``) under the "unchecked" order
-# policy: as in a13n-stream-protocol, the order of the items (sequences,
-# anything after the terminal result, a child's announcement) is the Host's
-# to keep; only each Run's Thread is checked. ``observe()`` converts the
-# native item at the door (``from_a13n``), names it to the vocabulary (which
-# renders from it), runs one reducer step and swaps the reference: a failure
-# anywhere leaves the observer as it was. The events it returns, and those of
-# ``snapshot()``, are built afresh from the state's records, so nothing a
-# caller holds is shared with the projection.
+# Each observer holds one immutable ``ProjectionState`` projected in its
+# vocabulary (held in its options) under the "unchecked" order policy: as in
+# a13n-stream-protocol, the order of the items is the Host's to keep; only
+# each Run's Thread is checked. ``observe()`` converts the native item at the
+# door (``from_a13n``), runs one reducer step under the vocabulary bound to
+# the native item (``vocabulary.bound``: it renders from it) and swaps the
+# reference: a failure anywhere leaves the observer as it was. The events it
+# returns, and those of ``snapshot()``, are built afresh from the records.
 #
-# What is the shell's and not the reducer's: the item types and correlation
-# checks with a13n-stream-protocol's messages, its processor's view (it sees
-# the native item), ``retain_events``, ``export()`` / ``restore()`` through
-# ``ObserverContinuation`` (whose JSON is exactly what a13n-stream-protocol's
-# Hosts persist: ``{"thread_id", "run_id", "state": {"request_index",
-# "parts": {"<part index>": {kind, part_id, tool_name, emitted_content,
-# emitted_signature}}, "children": {"<run id>": <state>}, "threads":
-# {"<run id>": "<thread id>"}}}``), and the asynchronous, atomic ``resume()``.
-# The Run's state maps onto the continuation one to one (see the vocabulary's
-# module comment for how a cursor is held).
+# The shell's own: the item types and correlation checks, the processor's
+# view (it sees the native item), ``retain_events``, the asynchronous atomic
+# ``resume()``, and ``export()`` / ``restore()`` through
+# ``ObserverContinuation`` (the JSON upstream's Hosts persist: ``{"thread_id",
+# "run_id", "state": {"request_index", "parts": {"<part index>": {kind,
+# part_id, tool_name, emitted_content, emitted_signature}}, "children":
+# {"<run id>": <state>}, "threads": {"<run id>": "<thread id>"}}}``), which
+# maps one to one onto the Run states (the vocabulary's module comment says
+# how a cursor is held).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Callable
+from collections.abc import AsyncIterable
 from typing import Any, Self
 
-from ag_ui.core import BaseEvent, Event
+import attrs
+from ag_ui.core import Event
 
 from ..._a13n_release import require_release
 from ...a13n import from_a13n
@@ -47,52 +45,49 @@ from ...core.state import (
     RunState,
     SubagentState,
 )
+from ...core.vocabulary import Vocabulary
 from ._base import AguiEventProcessor, AguiObservationError, ObserverContinuation, PartCursor, RunCursor
 from ._harness import natives as N
-from .vocabulary import NAME, NAME_05, observing, published
+from .vocabulary import VOCABULARY, bound, published
 
-__all__ = [
-    "AguiEventProcessor",
-    "AguiObservationError",
-    "HarnessAguiObserver",
-    "HarnessAguiStreamObserver",
-    "ObserverContinuation",
-    "PartCursor",
-    "RunCursor",
-]
+__all__ = ["AguiEventProcessor", "AguiObservationError", "HarnessAguiObserver", "HarnessAguiStreamObserver",
+           "ObserverContinuation", "PartCursor", "RunCursor"]
 
-OPTIONS = ProjectionOptions(show_hidden=True, max_event_bytes=None, vocabulary=NAME, order="unchecked")
-"""How the compat observers project: a13n-stream-protocol's vocabulary, everything it publishes (an input for
-the model only goes out with its ``display: false`` metadata, for the consumer to hide), no event split, the
-order left to the Host."""
 
-OPTIONS_05 = ProjectionOptions(show_hidden=True, max_event_bytes=None, vocabulary=NAME_05, order="unchecked")
-"""The same for a13n-stream-protocol 0.5's vocabulary."""
+def stream_correlation(state: ProjectionState, item: HarnessStreamEvent) -> None:
+    """A stream observer's check: each Run keeps the Thread it was first seen with."""
+    if item.run_id == state.run_id or state.run_id is None:
+        expected = state.thread_id
+    else:
+        sub = state.subagents.get(item.run_id)
+        expected = None if sub is None else sub.run.history.thread_id
+    if expected is not None and item.thread_id != expected:
+        raise AguiObservationError("Harness Thread correlation changed for a Run")
 
 
 class Observer:
     """What the observers of a13n-stream-protocol 0.21 and 0.5 share: all but
-    0.21's continuations (``export`` / ``restore``) and ``retain_events``.
-    A subclass names its vocabulary's options and the a13n-harness series it
-    reads; making one with another release installed raises ImportError
-    naming both."""
+    0.21's continuations (``export`` / ``restore``). A subclass names its
+    vocabulary and the a13n-harness series it reads; making one with another
+    release installed raises ImportError naming both."""
 
     _stream = False
-    _options: ProjectionOptions = OPTIONS
+    _vocabulary: Vocabulary = VOCABULARY
     _supported: tuple[tuple[int, int], ...] = ((0, 20), (0, 21))
 
     def __init__(self, *, processor: AguiEventProcessor | None = None, retain_events: bool = True) -> None:
         require_release(f"{type(self).__module__}.{type(self).__qualname__}", self._supported)
         self._processor = processor
         self._retain_events = retain_events
+        # Everything upstream publishes (a model-only input goes out with its ``display: false`` metadata, for the
+        # consumer to hide), no event split, the order left to the Host.
+        self._options = ProjectionOptions(show_hidden=True, max_event_bytes=None, vocabulary=self._vocabulary,
+                                          order="unchecked")
         self._state = self._fresh()
-        self._resuming = False
-        self._resume_completed = False
+        self._resuming = self._resume_completed = False
 
     def _fresh(self) -> ProjectionState:
         return INITIAL_STATE._replace(options=self._options, events=RecordLog() if self._retain_events else LiveLog())
-
-    # -- reads -----------------------------------------------------------------------------------
 
     @property
     def thread_id(self) -> str | None:
@@ -106,8 +101,7 @@ class Observer:
 
     @property
     def event_count(self) -> int:
-        """How many events the observer holds (0 when it retains none): a
-        bound for ``snapshot(stop=...)``."""
+        """How many events the observer holds (0 when it retains none): a bound for ``snapshot(stop=...)``."""
         return len(self._state.events) if self._retain_events else 0
 
     def snapshot(self, *, start: int = 0, stop: int | None = None) -> tuple[Event, ...]:
@@ -118,13 +112,10 @@ class Observer:
         if not self._retain_events:
             raise AguiObservationError("Snapshots require retain_events=True")
         records = self._state.events
-        assert isinstance(records, RecordLog)
         end = len(records) if stop is None else stop
         if start < 0 or end < start or end > len(records):
             raise ValueError("snapshot range is outside the accumulated events")
-        return tuple(published(record) for record in records[start:end])
-
-    # -- changes ---------------------------------------------------------------------------------
+        return tuple(published(record) for record in records[start:end])  # type: ignore[index]
 
     def observe(self, item: Any) -> tuple[Event, ...]:
         """Convert one item and accumulate its events; return them (fresh copies).
@@ -141,22 +132,22 @@ class Observer:
         state, records = self._step(self._state, item)
         events = tuple(published(record) for record in records)  # before committing: nothing may fail after
         self._state = state
-        return events  # type: ignore[return-value]
+        return events
 
     def _step(self, state: ProjectionState, item: Any) -> tuple[ProjectionState, list[Any]]:
         source, native = _door(item)
         self._check_correlation(state, source)
-        host = self._processor
-        processor = None if host is None else _NativeView(host, item if native is not None else source)
+        host, shown = self._processor, item if native is not None else source
+        processor = None if host is None else (lambda _source, event: host(shown, event))
+        if native is not None:
+            state = state._replace(options=attrs.evolve(self._options, vocabulary=bound(self._vocabulary, native)))
         try:
-            if native is None:
-                return step(state, source, processor)
-            with observing(source, native):
-                return step(state, source, processor)
+            state, records = step(state, source, processor)
+        except AguiObservationError:
+            raise
         except _LibraryObservationError as error:
-            if isinstance(error, AguiObservationError):
-                raise
             raise AguiObservationError(error.reason) from error
+        return state._replace(options=self._options), records
 
     def _check_correlation(self, state: ProjectionState, item: HarnessStreamEvent) -> None:
         if state.thread_id is not None and item.thread_id != state.thread_id:
@@ -203,8 +194,6 @@ class HarnessAguiObserver(Observer):
     (``snapshot()`` then raises, ``event_count`` stays 0).
     """
 
-    # -- continuations ------------------------------------------------------------------------------
-
     def export(self) -> ObserverContinuation:
         """The conversion cursors (never the accumulated events), detached.
         Raises AguiObservationError during ``resume()``."""
@@ -228,7 +217,6 @@ class HarnessAguiObserver(Observer):
         saved = ObserverContinuation.model_validate(continuation.model_dump())
         observer = cls(processor=processor, retain_events=False)
         cursor = saved.state
-        root = _run_state(cursor, saved.run_id, saved.thread_id)
         subagents = {}
         for order, run_id in enumerate(_child_order(cursor, saved.run_id)):
             child = cursor.children.get(run_id)
@@ -238,7 +226,8 @@ class HarnessAguiObserver(Observer):
             else:  # a Run that ended: its Thread is still its own
                 subagents[run_id] = SubagentState(run_id, _run_state(RunCursor(), run_id, cursor.threads[run_id]),
                                                   status="completed", order=order)
-        observer._state = observer._state._replace(root=root, subagents=observer._state.subagents.update(subagents),
+        observer._state = observer._state._replace(root=_run_state(cursor, saved.run_id, saved.thread_id),
+                                                   subagents=observer._state.subagents.update(subagents),
                                                    announced=len(subagents))
         observer._resume_completed = True
         return observer
@@ -251,33 +240,7 @@ class HarnessAguiStreamObserver(HarnessAguiObserver):
     RUN_* events; a delegation's notices start and end its child."""
 
     _stream = True
-
-    def _check_correlation(self, state: ProjectionState, item: HarnessStreamEvent) -> None:
-        stream_correlation(state, item)
-
-
-def stream_correlation(state: ProjectionState, item: HarnessStreamEvent) -> None:
-    """A stream observer's check: each Run keeps the Thread it was first seen with."""
-    if item.run_id == state.run_id or state.run_id is None:
-        expected = state.thread_id
-    else:
-        sub = state.subagents.get(item.run_id)
-        expected = None if sub is None else sub.run.history.thread_id
-    if expected is not None and item.thread_id != expected:
-        raise AguiObservationError("Harness Thread correlation changed for a Run")
-
-
-class _NativeView:
-    """The Host's processor, shown the native item it was written for."""
-
-    __slots__ = ("host", "item")
-
-    def __init__(self, host: Callable[[Any, Any], Any], item: Any) -> None:
-        self.host, self.item = host, item
-
-    def __call__(self, source: HarnessStreamEvent, event: BaseEvent) -> BaseEvent | None:
-        answer: BaseEvent | None = self.host(self.item, event)
-        return answer
+    _check_correlation = staticmethod(stream_correlation)  # type: ignore[assignment]
 
 
 def _door(item: Any) -> tuple[HarnessStreamEvent, Any]:
@@ -292,18 +255,14 @@ def _door(item: Any) -> tuple[HarnessStreamEvent, Any]:
         # What the source model cannot carry (an event pydantic cannot write, an output without a JSON form)
         # still routes by its correlation; the vocabulary renders it from the native item, raising what
         # pydantic raises where a13n-stream-protocol does.
-        return _routed(item), item
-
-
-def _routed(item: Any) -> HarnessStreamEvent:
-    if isinstance(item, N.HarnessRunResultEvent):
-        result = item.result.replace(output=None)
-        return from_a13n(N.HarnessRunResultEvent(thread_id=item.thread_id, run_id=item.run_id, sequence=item.sequence,
-                                           occurred_at=item.occurred_at, result=result))
-    kind = getattr(item.event, "event_kind", None)
-    return HarnessEvent(thread_id=item.thread_id, run_id=item.run_id, sequence=item.sequence,
-                        occurred_at=item.occurred_at,
-                        event=UnknownEvent(event_kind=kind if isinstance(kind, str) and kind else "unknown", data={}))
+        if isinstance(item, N.HarnessRunResultEvent):
+            return from_a13n(N.HarnessRunResultEvent(thread_id=item.thread_id, run_id=item.run_id,
+                                                     sequence=item.sequence, occurred_at=item.occurred_at,
+                                                     result=item.result.replace(output=None))), item
+        kind = getattr(item.event, "event_kind", None)
+        return HarnessEvent(thread_id=item.thread_id, run_id=item.run_id, sequence=item.sequence,
+                            occurred_at=item.occurred_at, event=UnknownEvent(
+                                event_kind=kind if isinstance(kind, str) and kind else "unknown", data={})), item
 
 
 def _child_order(cursor: RunCursor, root_run_id: str | None) -> list[str]:
@@ -314,21 +273,17 @@ def _child_order(cursor: RunCursor, root_run_id: str | None) -> list[str]:
     adds its Thread at the end when its first item comes)."""
     children = list(cursor.children)
     order: list[str] = []
-    placed: set[str] = set()
     waiting = 0  # children[:waiting] are placed
     for run_id in cursor.threads:
-        if run_id == root_run_id or run_id in placed:
+        if run_id == root_run_id or run_id in order:
             continue
         if run_id in cursor.children:
             while children[waiting] != run_id:  # open children listed before it come first
-                if children[waiting] not in placed:
+                if children[waiting] not in order:
                     order.append(children[waiting])
-                    placed.add(children[waiting])
                 waiting += 1
         order.append(run_id)
-        placed.add(run_id)
-    order.extend(run_id for run_id in children if run_id not in placed)
-    return order
+    return order + [run_id for run_id in children if run_id not in order]
 
 
 def _run_cursor(run: RunState) -> RunCursor:

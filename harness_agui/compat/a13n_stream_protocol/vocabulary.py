@@ -41,9 +41,10 @@
 # classes' field order, serializers and aliases, a Python object a tool
 # returned), which the source model keeps only as JSON. So this vocabulary
 # renders from the native item: the compat observer, which receives native
-# items, names the one it is observing (``observing``), and any other caller
-# (a replay from a journal, a Host's own observer) gets ``to_a13n`` of the
-# source item, which is the same object for every item of a real Run.
+# items, projects each under this vocabulary bound to it (``bound``: the
+# native item in hand, passed as an argument), and any other caller (a replay
+# from a journal, a Host's own observer) gets ``to_a13n`` of the source item,
+# which is the same object for every item of a real Run.
 #
 # a13n-stream-protocol 0.5 (``VOCABULARY_05``, named ``NAME_05``; a13n-harness
 # 0.5) makes the same decisions but for these (``Release``): a reasoning
@@ -68,9 +69,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable
 from dataclasses import replace
 from functools import lru_cache
 from typing import Any
@@ -86,7 +85,7 @@ from ...core import records as ev
 from ...core.history import HistoryCursor
 from ...core.records import Record
 from ...core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent, ObservationEvent
-from ...core.state import OpenPart, PartKind, ProjectionOptions, RunState
+from ...core.state import OpenPart, PartKind, ProjectionOptions, RunState, find_part
 from ...core.vocabulary import Vocabulary, register
 from ._base import AguiObservationError
 from ._harness import natives as N
@@ -96,8 +95,8 @@ from .content import RELEASE_05 as CONTENT_05
 from .content import ContentRelease, public_tool_value, tool_result_content
 from .fragments import FRAGMENT_EVENT_NAME, fragment_custom_event
 
-__all__ = ["NAME", "NAME_05", "RELEASE_05", "RELEASE_021", "VOCABULARY", "VOCABULARY_05", "Release", "native_of",
-           "observing", "published", "usage_json"]
+__all__ = ["NAME", "NAME_05", "RELEASE_05", "RELEASE_021", "VOCABULARY", "VOCABULARY_05", "Release", "bound",
+           "published", "usage_json"]
 
 NAME = "a13n-stream-protocol/0.21"
 """The vocabulary's name (``ProjectionOptions(vocabulary=NAME)``)."""
@@ -116,31 +115,6 @@ class Release:
     any_json: bool
     content: ContentRelease
 
-# -- the native item ------------------------------------------------------------------------------
-
-_OBSERVING: ContextVar[tuple[HarnessStreamEvent, Any] | None] = ContextVar("a13n_native_item", default=None)
-
-
-@contextmanager
-def observing(item: HarnessStreamEvent, native: Any) -> Iterator[None]:
-    """While the block runs (in this context), ``native`` is the native
-    object of source item ``item``."""
-    token = _OBSERVING.set((item, native))
-    try:
-        yield
-    finally:
-        _OBSERVING.reset(token)
-
-
-def native_of(item: HarnessStreamEvent) -> Any:
-    """The a13n-harness object of source item ``item``: the one being
-    observed, else ``to_a13n(item)``."""
-    current = _OBSERVING.get()
-    if current is not None and current[0] is item:
-        return current[1]
-    return to_a13n(item)
-
-
 # -- values -----------------------------------------------------------------------------------------
 
 @lru_cache(maxsize=128)
@@ -153,19 +127,15 @@ _JSON_VALUE = TypeAdapter(JsonValue)
 
 
 def _dump_as(release: Release, value: Any, cls: type | None = None) -> Any:
-    """The JSON of a native event as ``release`` writes it: by its own class's adapter (``cls`` where given), or
-    for 0.5 pydantic's JSON of any value (``cls`` still names the adapter of an unknown capability event)."""
-    if release.any_json:
-        adapter = _ANY if cls is None or cls is type(value) else _adapter(cls)
-        return adapter.dump_python(value, mode="json", by_alias=True, warnings="error")
-    return _dump(value, cls)
-
-
-def _dump(value: Any, cls: type | None = None) -> Any:
-    """pydantic's JSON of a native object, by its own class's adapter (so its
-    serializers and aliases, and never a callback a field holds); raises
-    what pydantic raises for an object it cannot write."""
-    return _adapter(cls or type(value)).dump_python(value, mode="json", by_alias=True, warnings="error")
+    """The JSON of a native event as ``release`` writes it: pydantic's, by its own class's adapter (``cls``
+    where given: its serializers and aliases, never a callback a field holds), or for 0.5 by the adapter of
+    any value (``cls`` still names that of an unknown capability event). Raises what pydantic raises for an
+    object it cannot write."""
+    if release.any_json and (cls is None or cls is type(value)):
+        adapter = _ANY
+    else:
+        adapter = _adapter(cls or type(value))
+    return adapter.dump_python(value, mode="json", by_alias=True, warnings="error")
 
 
 def _value(native: Any, event: Any) -> dict[str, Any]:
@@ -227,13 +197,6 @@ def _cursor(index: int, kind: PartKind, part_id: str, tool_name: str | None = No
                     signature="" if signature else None)
 
 
-def _find(parts: tuple[OpenPart, ...], index: int) -> OpenPart | None:
-    for part in parts:
-        if part.index == index:
-            return part
-    return None
-
-
 def _put(parts: tuple[OpenPart, ...], part: OpenPart) -> tuple[OpenPart, ...]:
     """``parts`` with ``part`` at its index: in the place of the cursor it replaces, else last."""
     for i, p in enumerate(parts):
@@ -253,23 +216,15 @@ def _part_id(run_id: str, request: int, index: int, kind: str) -> str:
 _KIND_CHANGED = "Pydantic part kind changed before its end event"
 
 
-def _open(parts: tuple[OpenPart, ...], index: int, kind: PartKind, part_id: str) -> tuple[OpenPart, bool]:
-    """The cursor at ``index`` (which must be of ``kind``), or a new one with
-    ``part_id``; and whether it is new."""
-    found = _find(parts, index)
+def _open(found: OpenPart | None, index: int, kind: PartKind, part_id: str, *,
+          ending: bool = False) -> tuple[OpenPart, bool]:
+    """``found`` (which must be of ``kind``, and at an end have ``part_id``), or a new cursor with ``part_id``;
+    and whether it is new."""
     if found is None:
         return _cursor(index, kind, part_id), True
     if found.kind != kind:
         raise AguiObservationError(_KIND_CHANGED)
-    return found, False
-
-
-def _ending(found: OpenPart | None, index: int, kind: PartKind, part_id: str) -> tuple[OpenPart, bool]:
-    if found is None:
-        return _cursor(index, kind, part_id), True
-    if found.kind != kind:
-        raise AguiObservationError(_KIND_CHANGED)
-    if found.message_id != part_id:
+    if ending and found.message_id != part_id:
         raise AguiObservationError("Pydantic part identity changed before its end event")
     return found, False
 
@@ -277,7 +232,7 @@ def _ending(found: OpenPart | None, index: int, kind: PartKind, part_id: str) ->
 # -- the rulebook of one Run ----------------------------------------------------------------------------
 
 def convert(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int, out: list[Record],
-            options: ProjectionOptions, *, release: Release | None = None) -> RunState:
+            options: ProjectionOptions, *, release: Release | None = None, native: Any = None) -> RunState:
     """The records of a non-terminal item of Run ``run`` (appended to
     ``out``) and the Run's state after it, with ``history`` as its cursor."""
     if type(item.event) is ObservationEvent:  # this library's own (a13n-harness has none)
@@ -286,7 +241,7 @@ def convert(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int, 
             "name": observed.name, "value": observed.value}))))
         return RunState(history, run.parts, run.ledger)
     release = release or RELEASE_021
-    native = native_of(item)
+    native = to_a13n(item) if native is None else native
     source = native.event
     parts, request = run.parts, run.ledger.request_index or 0
     events: list[Record] = []
@@ -365,16 +320,17 @@ def _part_start(native: Any, source: Any, parts: tuple[OpenPart, ...], request: 
 def _part_delta(native: Any, source: Any, parts: tuple[OpenPart, ...], request: int, ts: int,
                 out: list[Record], release: Release) -> tuple[OpenPart, ...]:
     delta, index, run_id = source.delta, source.index, native.run_id
+    found = find_part(parts, index)
     if isinstance(delta, N.TextPartDelta):
         if not delta.content_delta and not release.empty_text_deltas:
             return parts  # a citation-only delta: its CUSTOM
-        cursor, opened = _open(parts, index, "text", _part_id(run_id, request, index, "text"))
+        cursor, opened = _open(found, index, "text", _part_id(run_id, request, index, "text"))
         if opened:
             out.append(ev.text_start(ts, cursor.message_id))
         out.append(ev.text_content(ts, cursor.message_id, delta.content_delta))
         return _put(parts, cursor._replace(streamed=1))
     if isinstance(delta, N.ThinkingPartDelta):
-        cursor, opened = _open(parts, index, "thinking", _part_id(run_id, request, index, "reasoning"))
+        cursor, opened = _open(found, index, "thinking", _part_id(run_id, request, index, "reasoning"))
         if opened:
             out.append(ev.reasoning_start(ts, cursor.message_id))
         if delta.content_delta:
@@ -385,7 +341,6 @@ def _part_delta(native: Any, source: Any, parts: tuple[OpenPart, ...], request: 
             cursor = cursor._replace(signature="")
         return _put(parts, cursor)
     if isinstance(delta, N.ToolCallPartDelta):
-        found = _find(parts, index)
         if found is None:
             cursor = OpenPart(index, "tool_call", delta.tool_call_id or _part_id(run_id, request, index, "tool"),
                               started=False)
@@ -404,11 +359,11 @@ def _part_delta(native: Any, source: Any, parts: tuple[OpenPart, ...], request: 
 def _part_end(native: Any, source: Any, parts: tuple[OpenPart, ...], request: int, ts: int,
               out: list[Record], release: Release) -> tuple[OpenPart, ...]:
     part, index, run_id = source.part, source.index, native.run_id
-    found = _find(parts, index)
+    found = find_part(parts, index)
     parts = _without(parts, index)  # any end settles the cursor at its index
     if isinstance(part, N.TextPart):
         mid = part.id or (found.message_id if found is not None else None) or _part_id(run_id, request, index, "text")
-        cursor, opened = _ending(found, index, "text", mid)
+        cursor, opened = _open(found, index, "text", mid, ending=True)
         if opened:
             out.append(ev.text_start(ts, mid))
         if part.content and not cursor.streamed:
@@ -417,7 +372,7 @@ def _part_end(native: Any, source: Any, parts: tuple[OpenPart, ...], request: in
     elif isinstance(part, N.ThinkingPart):
         mid = ((release.own_reasoning_ids and part.id) or (found.message_id if found is not None else None)
                or _part_id(run_id, request, index, "reasoning"))
-        cursor, opened = _ending(found, index, "thinking", mid)
+        cursor, opened = _open(found, index, "thinking", mid, ending=True)
         if opened:
             out.append(ev.reasoning_start(ts, mid))
         if part.content and not cursor.streamed:
@@ -427,7 +382,7 @@ def _part_end(native: Any, source: Any, parts: tuple[OpenPart, ...], request: in
         out.append(ev.reasoning_end(ts, mid))
     elif isinstance(part, N.ToolCallPart):
         call_id = found.message_id if found is not None else part.tool_call_id
-        _ending(found, index, "tool_call", call_id)
+        _open(found, index, "tool_call", call_id, ending=True)
         out.append(ev.tool_call_start(ts, call_id, part.tool_name, None))
         if part.args is not None:
             out.append(ev.tool_call_args(ts, call_id, _args_text(part.args)))
@@ -464,10 +419,10 @@ def close(run: RunState, ts: int, out: list[Record]) -> RunState:
 
 
 def terminal(run: RunState, item: HarnessRunResultEvent, ts: int, out: list[Record], *,
-             release: Release | None = None) -> RunState:
+             release: Release | None = None, native: Any = None) -> RunState:
     release = release or RELEASE_021
     run = close(run, ts, out)
-    native = native_of(item)
+    native = to_a13n(item) if native is None else native
     result = native.result
     usage = usage_json(result.usage)
     raw: dict[str, Any] = {"thread_id": native.thread_id, "run_id": native.run_id, "sequence": native.sequence,
@@ -667,3 +622,11 @@ VOCABULARY_05 = attrs.evolve(VOCABULARY, name=NAME_05, convert=functools.partial
                              terminal=functools.partial(terminal, release=RELEASE_05))
 """a13n-stream-protocol 0.5's vocabulary (a13n-harness 0.5)."""
 register(VOCABULARY_05)
+
+
+def bound(vocabulary: Vocabulary, native: Any) -> Vocabulary:
+    """``vocabulary`` rendering from ``native``, the a13n-harness object of the one item it is given (the
+    compat observer's, which has it in hand)."""
+    convert: Any = functools.partial(vocabulary.convert, native=native)  # type: ignore[call-arg]
+    terminal: Any = functools.partial(vocabulary.terminal, native=native)  # type: ignore[call-arg]
+    return attrs.evolve(vocabulary, convert=convert, terminal=terminal)

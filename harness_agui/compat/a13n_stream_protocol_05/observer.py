@@ -1,14 +1,12 @@
 """a13n-stream-protocol 0.5's observers: the 0.21 compat observers' shell over this library's reducer, projecting
-in 0.5's vocabulary (``vocabulary.NAME_05``), without what 0.21 added (``retain_events``, ``export`` /
+in 0.5's vocabulary (``vocabulary.VOCABULARY_05``), without what 0.21 added (``retain_events``, ``export`` /
 ``restore``)."""
 
 from __future__ import annotations
 
-from ...core.source import HarnessStreamEvent
-from ...core.state import ProjectionState
 from ..a13n_stream_protocol._base import AguiEventProcessor, AguiObservationError
-from ..a13n_stream_protocol.observer import OPTIONS_05, Observer, stream_correlation
-from ..a13n_stream_protocol.vocabulary import VOCABULARY_05 as _VOCABULARY  # noqa: F401 (registers it)
+from ..a13n_stream_protocol.observer import Observer, stream_correlation
+from ..a13n_stream_protocol.vocabulary import VOCABULARY_05
 
 __all__ = ["AguiEventProcessor", "AguiObservationError", "HarnessAguiObserver", "HarnessAguiStreamObserver"]
 
@@ -23,7 +21,7 @@ class HarnessAguiObserver(Observer):
     a13n-harness release installed raises ImportError naming both.
     """
 
-    _options = OPTIONS_05
+    _vocabulary = VOCABULARY_05
     _supported = ((0, 5),)
 
     def __init__(self, *, processor: AguiEventProcessor | None = None) -> None:
@@ -36,6 +34,4 @@ class HarnessAguiStreamObserver(HarnessAguiObserver):
     stream observer)."""
 
     _stream = True
-
-    def _check_correlation(self, state: ProjectionState, item: HarnessStreamEvent) -> None:
-        stream_correlation(state, item)
+    _check_correlation = staticmethod(stream_correlation)  # type: ignore[assignment]
