@@ -94,11 +94,11 @@ _SOURCE_ITEMS = (HarnessEvent, HarnessRunResultEvent)
 @attrs.define(eq=False)
 class DrivenRun:
     """A Run driven by this process: its driver's in-memory state (see the module comment), and the
-    ``feed`` its followers here read."""
+    ``feed`` its followers here read (None: a ``Worker``'s Run, which has no followers here)."""
 
     run_id: str
     thread_id: str
-    feed: RunFeed
+    feed: RunFeed | None = None
     source: AsyncIterable[HarnessStreamEvent] | None = None  # a POSTed Run's stream, until its driver takes it
     wire: WireRun | None = None  # how its clients name it (None: by the journal's ids)
     started: StartedRun | None = None  # the runner's Run (None: recovered or taken over)
@@ -129,10 +129,11 @@ class RunDriver:
     """Drives Runs on one database, one task per Run (see the module comment): the supervisor's
     ``stores``, ``processor`` and ``options`` (its observer options, batch sizes and the database's
     writer's ``group_commit``; the writer is made on first use). ``wait_remote``: how often a Run
-    without a Harness stream looks for what another process appended to its journal."""
+    without a Harness stream looks for what another process appended to its SQLite journal (None:
+    PostgreSQL's, whose tail is woken by NOTIFY)."""
 
     def __init__(self, stores: Stores, *, processor: Processor | None, options: SupervisorOptions,
-                 wait_remote: float) -> None:
+                 wait_remote: float | None = None) -> None:
         self.stores = stores
         self.journal = stores.journal
         self.deliveries = stores.deliveries
@@ -223,7 +224,7 @@ class RunDriver:
             if blank is not None:  # what the rebuild below would find, read in one hop instead of two
                 run.observer = observer
                 run.last_event_id, run.delivered = 0, None
-                run.feed.reset(0)
+                _reset_feed(run, 0)
                 run.cursor, run.journal_end = blank, None
                 return True
         try:
@@ -241,11 +242,11 @@ class RunDriver:
         run.delivered = None if rebuilt.cursor is None else (rebuilt.cursor, rebuilt.last_event_id)
         if rebuilt.ended:
             run.ended = True
-            run.feed.reset(rebuilt.last_event_id, finished=True)
+            _reset_feed(run, rebuilt.last_event_id, finished=True)
             return False
         # The feed knows what was committed before the Run goes on: from here ``last_event_id()`` answers
         # from it, so a client reconnecting while the journal is read below is not told "never assigned".
-        run.feed.reset(rebuilt.last_event_id)
+        _reset_feed(run, rebuilt.last_event_id)
         run.cursor, run.journal_end = await asyncio.to_thread(self._journal_at, run.run_id, rebuilt.cursor)
         return True
 
@@ -480,7 +481,7 @@ class RunDriver:
         last = await asyncio.to_thread(self.deliveries.last_event_id, run.run_id)
         run.delivered = None if cursor is None else (cursor, last)
         run.last_event_id = last
-        run.feed.reset(last)
+        _reset_feed(run, last)
         await self._give_up(run, "harness_agui.projection_failed", message(cursor))
 
     async def _fail_unrebuilt(self, run: DrivenRun, error: BaseException) -> None:
@@ -533,9 +534,15 @@ def _resent(cursor: StreamCursor, item: HarnessStreamEvent) -> bool:
 
 def _publish(run: DrivenRun, events: Sequence[Recorded], finished: bool) -> None:
     # Committed events go to the Run's followers here, and to its ``publish`` (a Worker's) as deliveries.
-    run.feed.publish(((e.event_id, e.data) for e in events), finished=finished)
+    if run.feed is not None:
+        run.feed.publish(((e.event_id, e.data) for e in events), finished=finished)
     if run.publish is not None:
         run.publish(tuple(Delivery(run.run_id, e.event_id, e.position, e.type, e.data) for e in events))
+
+
+def _reset_feed(run: DrivenRun, last_event_id: int, *, finished: bool = False) -> None:
+    if run.feed is not None:
+        run.feed.reset(last_event_id, finished=finished)
 
 
 def _run_error(code: str, message: str) -> str:

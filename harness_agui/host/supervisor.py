@@ -394,7 +394,8 @@ class RunSupervisor:
         # The driver is done: what follows is read from the delivery log.
         if self._runs.get(run.run_id) is run:
             del self._runs[run.run_id]
-        self._followers.released(run.feed)
+        if run.feed is not None:
+            self._followers.released(run.feed)
 
     # -- followers -----------------------------------------------------------------------------
 

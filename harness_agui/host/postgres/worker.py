@@ -37,7 +37,6 @@ from ...core.reduce import Processor
 from ..delivery import Delivery
 from ..driver import DrivenRun, RunDriver
 from ..errors import ProjectorConflictError
-from ..feed import RunFeed
 from ..options import SupervisorOptions
 from ._pg import LOCK_WORKER, STREAMS_CHANNEL
 from .batch import PostgresStores
@@ -232,8 +231,7 @@ class Worker:
         # The supervisor's driver, on this worker's database (its writer is made on first use).
         if self._driver is None:
             stores = PostgresStores(self.journal, self.deliveries)
-            self._driver = RunDriver(stores, processor=self.processor, options=SupervisorOptions(),
-                                     wait_remote=30.0)  # not used: PostgreSQL wakes a journal's tail by NOTIFY
+            self._driver = RunDriver(stores, processor=self.processor, options=SupervisorOptions())
         return self._driver
 
     async def _close_driver(self) -> None:
@@ -271,8 +269,7 @@ class Worker:
             thread_id = wire.source_thread_id
         if thread_id is None:
             return None
-        return DrivenRun(run_id, thread_id, RunFeed(run_id, local=True), wire=wire, lease=lease,
-                         publish=self.publish)
+        return DrivenRun(run_id, thread_id, wire=wire, lease=lease, publish=self.publish)
 
     async def _renew(self, lease: Lease, projection: asyncio.Task[object], lost: asyncio.Event) -> None:
         while True:
