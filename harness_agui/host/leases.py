@@ -1,13 +1,11 @@
 # PostgreSQL: a supervisor's Runs driven under leases (``host.postgres.lease``
-# keeps the lease rows). A Run started here is driven once this process holds
-# its lease (``drive_started``); if another server holds it (the same Run
-# started there first), that one drives it and this one only serves the log.
-# The ``Worker`` (``host.postgres.worker``) takes every Run whose lease is
-# free (its server died, or hung past the lease's ttl) and hands it to
-# ``_drive_taken`` under its lease: a Run started here goes on with its
-# runner's stream, one taken over is re-attached to its Harness if it can be.
-# Every write of the driver is fenced by the lease in its transaction; the
-# supervisor (``host.supervisor``) keeps which Runs are driven here.
+# keeps the rows). A Run started here is driven once this process holds its
+# lease; if another server holds it (the same Run started there first), that
+# one drives it and this one only serves the log. The ``Worker`` takes every
+# Run whose lease is free (its server died, or hung past the lease's ttl):
+# a Run started here goes on with its runner's stream, one taken over is
+# re-attached to its Harness if it can be. Every write of the driver is
+# fenced by the lease in its transaction.
 
 from __future__ import annotations
 

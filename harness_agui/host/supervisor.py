@@ -5,16 +5,11 @@
 # resumes the unfinished ones at start-up (``start``), cancels them, and
 # serves their followers (``follow``: ``host.followers``). Nothing else in
 # a server starts or drives a Run: this module keeps which Runs are driven
-# here and when (recovery, registration), those modules how (``host.leases``:
-# under a lease, on PostgreSQL).
+# here and when (recovery, registration), those modules how; on PostgreSQL
+# each Run is driven under a lease (``host.leases``) and a start holds its
+# Thread's lock in the database too (``host.postgres.locks``).
 # (``host.projector.project_run``, and a ``host.postgres.Worker`` made
 # without a supervisor, project a journaled Run for a Host of its own.)
-#
-# PostgreSQL. Each Run is driven under a lease (``host.postgres``): a new
-# Run by the process it was started in, a Run whose lease is free (its
-# server died, or hung past the lease's ttl) by whichever ``Worker`` takes
-# it; every write of the driver is fenced by the lease in its transaction.
-# A start holds its Thread's lock in the database too (``host.postgres.locks``).
 
 from __future__ import annotations
 
