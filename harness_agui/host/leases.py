@@ -11,25 +11,47 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterable
+from typing import TYPE_CHECKING, Protocol
 
+from ..core.source import HarnessStreamEvent
+from .bindings import WireRun
 from .driver import DrivenRun, close_stream
+from .protocols import DeliveryLog, SourceJournal, Stores
 from .retry import RECONNECT
 
 if TYPE_CHECKING:
     from .postgres import FencedDeliveryLog, PostgresLeases
-    from .supervisor import RunSupervisor
 
 __all__ = ["LeasedDriving"]
 
 log = logging.getLogger("harness_agui.host.supervisor")
 
 
+class _Supervisor(Protocol):
+    # What driving under leases needs of the supervisor that keeps the Runs (``host.supervisor``).
+    stores: Stores
+    journal: SourceJournal
+    deliveries: DeliveryLog
+    _runs: dict[str, DrivenRun]
+
+    async def thread_of(self, run_id: str) -> str | None: ...
+
+    def _register(self, run_id: str, thread_id: str, source: AsyncIterable[HarnessStreamEvent] | None, *,
+                  wire: WireRun | None = None, reattached: bool = False) -> DrivenRun: ...
+
+    async def _reattached(self, thread_id: str, run_id: str) -> AsyncIterable[HarnessStreamEvent] | None: ...
+
+    async def _drive(self, run: DrivenRun) -> None: ...
+
+    def _forget(self, run: DrivenRun) -> None: ...
+
+
 class LeasedDriving:
     """Drives ``supervisor``'s Runs under the leases of ``leases`` (see the module comment); ``worker``
     takes over the Runs whose lease is free, looking every ``scan_interval`` seconds."""
 
-    def __init__(self, supervisor: RunSupervisor, leases: PostgresLeases, *, scan_interval: float) -> None:
+    def __init__(self, supervisor: _Supervisor, leases: PostgresLeases, *, scan_interval: float) -> None:
         from .postgres import Worker
 
         self._supervisor = supervisor
