@@ -8,8 +8,9 @@
 # here and when (recovery, registration), those modules how; on PostgreSQL
 # each Run is driven under a lease (``host.leases``) and a start holds its
 # Thread's lock in the database too (``host.postgres.locks``).
-# (``host.projector.project_run``, and a ``host.postgres.Worker`` made
-# without a supervisor, project a journaled Run for a Host of its own.)
+# (``project_run``, the driver's record-by-record mode, and a
+# ``host.postgres.Worker`` made without a supervisor, project a journaled Run
+# for a Host of its own.)
 
 from __future__ import annotations
 

@@ -237,6 +237,7 @@ class Worker:
     async def _close_driver(self) -> None:
         driver, self._driver = self._driver, None
         if driver is not None:
+            assert isinstance(driver.stores, PostgresStores)
             driver.stores.close()
             await driver.close()
 
@@ -262,8 +263,9 @@ class Worker:
 
     async def _run_of(self, lease: Lease) -> DrivenRun | None:
         # The leased Run as the driver drives it, named as its clients name it (a server's binding).
-        run_id = lease.run_id
-        wire = await asyncio.to_thread(self._driver_of().stores.bindings.wire_of, run_id)
+        run_id, stores = lease.run_id, self._driver_of().stores
+        assert isinstance(stores, PostgresStores)
+        wire = await asyncio.to_thread(stores.bindings.wire_of, run_id)
         thread_id = await asyncio.to_thread(self.journal.thread_of, run_id)
         if thread_id is None and wire is not None:
             thread_id = wire.source_thread_id
