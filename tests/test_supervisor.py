@@ -392,9 +392,9 @@ def test_a_run_started_here_that_the_log_ended_before_its_first_item_stays_ended
 def test_only_the_supervisors_modules_start_or_drive_a_run() -> None:
     # A reader finds who starts a Run in one place: a runner's start (``.start(run_input, ...)``) and the
     # driving of what it started (``start_run``) are called in host.starts only, a driver made in
-    # host.supervisor and the PostgreSQL Worker only (its Runs without a ``drive``), and a Run's items
-    # projected and its RUN_ERROR made in host.driver only (besides ``project_run``'s record-by-record
-    # protocol, for a journal and a delivery log that need not share a database).
+    # host.supervisor, the PostgreSQL Worker (its Runs without a ``drive``) and ``project_run`` (the
+    # driver's record-by-record mode, for a journal and a delivery log that need not share a database)
+    # only, and a Run's items projected and its RUN_ERROR made in host.driver only.
     import ast
 
     import harness_agui
@@ -411,6 +411,6 @@ def test_only_the_supervisors_modules_start_or_drive_a_run() -> None:
                                                             "observe_encoded"):
                 callers.setdefault(name, set()).add(path.relative_to(package).as_posix())
     assert callers == {"start": {"host/starts.py"}, "start_run": {"host/starts.py"},
-                       "RunDriver": {"host/supervisor.py", "host/postgres/worker.py"},
+                       "RunDriver": {"host/supervisor.py", "host/postgres/worker.py", "host/driver.py"},
                        "RunErrorEvent": {"host/driver.py"},
-                       "observe_encoded": {"host/driver.py", "host/projector.py"}}
+                       "observe_encoded": {"host/driver.py"}}

@@ -15,6 +15,7 @@ from typing import Any
 from .checkpoints import SqliteCheckpointStore, StoredCheckpoint, resume_from_checkpoint
 from .checks import Cursor, check_prefix, check_tail
 from .delivery import Delivery, Page, SqliteDeliveryLog, parse_last_event_id
+from .driver import project_run
 from .errors import (
     AfterTerminalError,
     DamagedStoreError,
@@ -34,7 +35,6 @@ from .errors import (
     UnknownEventIdError,
 )
 from .journal import SqliteSourceJournal
-from .projector import project_run
 from .stores import is_postgres_url, open_stores
 
 __all__ = [

@@ -25,6 +25,11 @@
 #
 # Without a Harness stream (a recovered Run and no ``reattach``), the driver
 # follows the journal's tail instead and records what someone else appends.
+# ``project_run`` is that mode for a journal and a delivery log that need
+# not share a database: each item's events are recorded in a transaction of
+# their own (``DeliveryLog.record``, under the delivery cursor the driver
+# left), a checkpoint is offered after each, and whatever fails is raised to
+# the caller instead of ending the Run with a RUN_ERROR.
 #
 # A Run must end for its followers even when it cannot end normally: when
 # the projection refuses an item (or the processor raises), when the Harness
@@ -66,14 +71,14 @@ from .errors import ProjectorConflictError, StorageError
 from .feed import RunFeed
 from .options import SupervisorOptions
 from .projector import rebuild
-from .protocols import Stores
+from .protocols import CheckpointStore, DeliveryLog, SourceJournal, Stores
 from .runner import StartedRun
 from .writes import Head, Journaled, Recorded, StreamWrite
 
 if TYPE_CHECKING:
     from .postgres.lease import Lease
 
-__all__ = ["RunDriver", "DrivenRun", "close_stream"]
+__all__ = ["RunDriver", "DrivenRun", "close_stream", "project_run"]
 
 log = logging.getLogger("harness_agui.host.supervisor")
 
@@ -94,11 +99,11 @@ _SOURCE_ITEMS = (HarnessEvent, HarnessRunResultEvent)
 @attrs.define(eq=False)
 class DrivenRun:
     """A Run driven by this process: its driver's in-memory state (see the module comment), and the
-    ``feed`` its followers here read."""
+    ``feed`` its followers here read (None: a ``Worker``'s Run, which has no followers here)."""
 
     run_id: str
     thread_id: str
-    feed: RunFeed
+    feed: RunFeed | None = None
     source: AsyncIterable[HarnessStreamEvent] | None = None  # a POSTed Run's stream, until its driver takes it
     wire: WireRun | None = None  # how its clients name it (None: by the journal's ids)
     started: StartedRun | None = None  # the runner's Run (None: recovered or taken over)
@@ -125,15 +130,31 @@ class DrivenRun:
         return f"run {(self.run_id if self.wire is None else self.wire.wire_run_id)!r}"
 
 
+@attrs.frozen
+class _Recording:
+    """``project_run``'s stores: a journal and a delivery log (perhaps of two databases), and the
+    checkpoint store offered each recorded item's projection."""
+
+    journal: SourceJournal
+    deliveries: DeliveryLog
+    checkpoints: CheckpointStore | None
+    processor_identity: str | None
+
+    def lost(self, error: BaseException) -> bool:
+        return False  # nothing is left for later: ``project_run`` raises what it meets
+
+
 class RunDriver:
     """Drives Runs on one database, one task per Run (see the module comment): the supervisor's
     ``stores``, ``processor`` and ``options`` (its observer options, batch sizes and the database's
     writer's ``group_commit``; the writer is made on first use). ``wait_remote``: how often a Run
-    without a Harness stream looks for what another process appended to its journal."""
+    without a Harness stream looks for what another process appended to its SQLite journal (None:
+    PostgreSQL's, whose tail is woken by NOTIFY)."""
 
-    def __init__(self, stores: Stores, *, processor: Processor | None, options: SupervisorOptions,
-                 wait_remote: float) -> None:
+    def __init__(self, stores: Stores | _Recording, *, processor: Processor | None, options: SupervisorOptions,
+                 wait_remote: float | None = None) -> None:
         self.stores = stores
+        self.recording = stores if isinstance(stores, _Recording) else None  # ``project_run``'s mode
         self.journal = stores.journal
         self.deliveries = stores.deliveries
         self.processor = processor
@@ -145,6 +166,7 @@ class RunDriver:
     def writer(self) -> BatchWriter:
         """The database's writer (made on first use)."""
         if self._writer is None:
+            assert not isinstance(self.stores, _Recording)
             self._writer = self.stores.writer(self.options.group_commit)
         return self._writer
 
@@ -168,7 +190,7 @@ class RunDriver:
             if run.stopping:  # cancelled before its stream was read
                 await self._give_up(run, "harness_agui.cancelled", f"{run.named} was cancelled")
                 return
-            if source is None and run.journal_end is None:  # bound, never journaled, and no Harness to ask
+            if source is None and run.journal_end is None and self.recording is None:  # bound, never journaled
                 await self._give_up(run, "harness_agui.harness_lost",
                                     f"{run.named} was found without any item after a restart or a takeover, "
                                     "and there is no Harness to continue it (no reattach)")
@@ -185,9 +207,11 @@ class RunDriver:
             raise
         except ProjectorConflictError as e:  # another projector (or the lease's new holder) goes on
             log.warning("run %r: another projector owns the run; this one stops: %s", run.run_id, e)
-            if run.lease is not None:
+            if run.lease is not None or self.recording is not None:
                 raise  # the Worker counts it
         except Exception as e:
+            if self.recording is not None:
+                raise
             if self.stores.lost(e):  # the database is out of reach: no RUN_ERROR can be written either
                 log.warning("run %r: the database cannot be reached (%s: %s); the run is left for later",
                             run.run_id, type(e).__name__, e)
@@ -212,9 +236,10 @@ class RunDriver:
         wire = run.wire
         named = wire is not None and (wire.wire_thread_id, wire.wire_run_id) != (wire.source_thread_id,
                                                                                  wire.source_run_id)
-        observer = HarnessAguiObserver(self.processor, **self.options.observer_options,
-                                       client_thread_id=wire.wire_thread_id if named else None,  # type: ignore[union-attr]
-                                       client_run_id=wire.wire_run_id if named else None)  # type: ignore[union-attr]
+        observer = run.observer if run.observer is not None else HarnessAguiObserver(
+            self.processor, **self.options.observer_options,
+            client_thread_id=wire.wire_thread_id if named else None,  # type: ignore[union-attr]
+            client_run_id=wire.wire_run_id if named else None)  # type: ignore[union-attr]
         if run.started is not None:  # started here: most often a Run neither log holds anything of
             try:
                 blank = await asyncio.to_thread(self._blank, run.run_id)
@@ -223,15 +248,18 @@ class RunDriver:
             if blank is not None:  # what the rebuild below would find, read in one hop instead of two
                 run.observer = observer
                 run.last_event_id, run.delivered = 0, None
-                run.feed.reset(0)
+                _reset_feed(run, 0)
                 run.cursor, run.journal_end = blank, None
                 return True
+        recording = self.recording
         try:
-            rebuilt = await rebuild(run.run_id, self.journal, self.deliveries, observer)
+            rebuilt = await rebuild(run.run_id, self.journal, self.deliveries, observer,
+                                    checkpoints=None if recording is None else recording.checkpoints,
+                                    processor_identity=None if recording is None else recording.processor_identity)
         except (ProjectorConflictError, StorageError):
             raise
         except Exception as e:
-            if self.stores.lost(e):
+            if recording is not None or self.stores.lost(e):
                 raise
             log.error("run %r: the projection cannot be rebuilt: %s: %s", run.run_id, type(e).__name__, e)
             await self._fail_unrebuilt(run, e)
@@ -239,13 +267,13 @@ class RunDriver:
         run.observer = observer
         run.last_event_id = rebuilt.last_event_id
         run.delivered = None if rebuilt.cursor is None else (rebuilt.cursor, rebuilt.last_event_id)
-        if rebuilt.ended:
+        if rebuilt.ended or observer.finished or rebuilt.failed:
             run.ended = True
-            run.feed.reset(rebuilt.last_event_id, finished=True)
+            _reset_feed(run, rebuilt.last_event_id, finished=True)
             return False
         # The feed knows what was committed before the Run goes on: from here ``last_event_id()`` answers
         # from it, so a client reconnecting while the journal is read below is not told "never assigned".
-        run.feed.reset(rebuilt.last_event_id)
+        _reset_feed(run, rebuilt.last_event_id)
         run.cursor, run.journal_end = await asyncio.to_thread(self._journal_at, run.run_id, rebuilt.cursor)
         return True
 
@@ -265,8 +293,8 @@ class RunDriver:
     async def _backlog(self, run: DrivenRun) -> None:
         # Project and record the items journaled after the delivery cursor (recorded nowhere yet).
         end = run.journal_end
-        if end is None or run.cursor.next_position > end:
-            return
+        if end is None or run.cursor.next_position > end or self.recording is not None:
+            return  # ``project_run`` records them as it follows the tail
         remaining = end - run.cursor.next_position + 1
         tail = self.journal.tail(run.run_id, after=run.cursor.last_position)
         try:
@@ -329,6 +357,10 @@ class RunDriver:
 
     async def _step(self, run: DrivenRun, items: list[HarnessStreamEvent], *, journaled: bool) -> bool:
         # Project and commit ``items`` (appending them too unless ``journaled``); True once the Run has ended.
+        if self.recording is not None:
+            for item in items:
+                await self._record(run, item, self.recording)
+            return run.ended
         while items:
             await self._hold_for_catch_up(run)
             plan = self._prepare(run, items, journaled=journaled)
@@ -344,6 +376,25 @@ class RunDriver:
                     await self._give_up(run, "harness_agui.source_refused", refusal)
                     return True
         return False
+
+    async def _record(self, run: DrivenRun, item: HarnessStreamEvent, recording: _Recording) -> None:
+        # ``project_run``'s commit: the item's events in a transaction of their own, under the delivery
+        # cursor this driver left (another projector's records are found, not written over).
+        observer = run.observer
+        assert observer is not None
+        events = observer.observe_encoded(item)  # the wire JSON, written from the records
+        cursor = None if run.delivered is None else run.delivered[0]
+        delivered = await asyncio.to_thread(self.deliveries.record, item, events, root_run_id=run.run_id,
+                                            expected_cursor=cursor)
+        if delivered:
+            run.last_event_id = delivered[-1].event_id
+        run.delivered = (0 if cursor is None else cursor + 1, run.last_event_id)  # the tail yields every position
+        run.ended = observer.finished
+        if recording.checkpoints is not None:
+            await asyncio.to_thread(recording.checkpoints.offer, run.run_id, observer,
+                                    processor_identity=recording.processor_identity)
+        if run.publish is not None:
+            run.publish(delivered)
 
     def _prepare(self, run: DrivenRun, items: list[HarnessStreamEvent], *, journaled: bool) -> _Plan:
         # One check per item (its order, against the in-memory stream cursor), its projection, and the
@@ -480,7 +531,7 @@ class RunDriver:
         last = await asyncio.to_thread(self.deliveries.last_event_id, run.run_id)
         run.delivered = None if cursor is None else (cursor, last)
         run.last_event_id = last
-        run.feed.reset(last)
+        _reset_feed(run, last)
         await self._give_up(run, "harness_agui.projection_failed", message(cursor))
 
     async def _fail_unrebuilt(self, run: DrivenRun, error: BaseException) -> None:
@@ -525,6 +576,69 @@ class _Plan:
     ends: bool
 
 
+async def project_run(
+    run_id: str,
+    journal: SourceJournal,
+    deliveries: DeliveryLog,
+    *,
+    processor: Processor | None = None,
+    publish: Callable[[tuple[Delivery, ...]], object] | None = None,
+    poll_interval: float | None = None,
+    checkpoints: CheckpointStore | None = None,
+    processor_identity: str | None = None,
+    observer: HarnessAguiObserver | None = None,
+) -> HarnessAguiObserver:
+    """Project one root Run's stream (with its child Runs' items) from the journal into the delivery log,
+    to its end.
+
+    Creates an observer (with ``processor``), resumes it from the journal
+    prefix (from the latest valid checkpoint in ``checkpoints`` and the
+    items after it, when a store is given) through the delivery cursor (the position of the last item whose
+    events are recorded), checks that the rebuilt projection holds exactly the recorded
+    events (one JSON rendering per delivered event), then follows ``journal.tail`` after that cursor: each item is
+    observed and its events recorded with their ids in one transaction
+    (then, with ``checkpoints``, offered to the store, which keeps one every
+    ``every`` items), and
+    ``publish`` (if given) is called with the new deliveries after each
+    commit. Returns the observer once the terminal item's events are
+    recorded (at once if they already were, or if the Run was ended by
+    ``SqliteDeliveryLog.fail``: then the observer holds the projection
+    through the delivery cursor, without the recorded RUN_ERROR).
+
+    ``checkpoints`` (a ``SqliteCheckpointStore``) makes a restart cost the
+    items after the latest checkpoint instead of the whole stream; a
+    checkpoint that is damaged or does not verify is skipped for an older
+    one or the full prefix. ``processor_identity`` names ``processor`` in
+    the checkpoints (required with a processor: a checkpoint written under
+    another identity is never used); the store seals them with its key.
+
+    ``observer``, when given, is the fresh observer to project with (made
+    with the processor, or with ``retain_events=False`` for a live-only
+    projection, whose rebuilt events can only be counted against the
+    recorded ones, not compared), so that the Host can read it while the Run is projected
+    (``messages()``, ``catch_up()``); it is the one returned.
+
+    Raises the journal's ``HistoryError``s (a retained prefix that is broken
+    or shorter than what was delivered), ``DeliveryMismatchError`` when the
+    rebuilt projection differs from the recorded events (a processor that is
+    not replay-stable, or stores that do not belong together),
+    ``ProjectorConflictError`` when another projector recorded events for the
+    Run since this call read the delivery cursor (two projectors on one Run:
+    let the other one finish), ``DamagedStoreError`` for a damaged store,
+    whatever ``observe()``, ``record()`` or ``publish`` raise, and
+    cancellation. After an error the stores are consistent (every commit is
+    whole) but the observer is lost: call ``project_run`` again to continue.
+    """
+    if observer is None:
+        observer = HarnessAguiObserver(processor)
+    elif processor is not None or not observer.is_fresh:
+        raise ValueError("observer= takes a fresh observer, made with the processor (and no processor= beside it)")
+    driver = RunDriver(_Recording(journal, deliveries, checkpoints, processor_identity), processor=None,
+                       options=SupervisorOptions(), wait_remote=poll_interval)
+    await driver.drive(DrivenRun(run_id, "", observer=observer, publish=publish))
+    return observer
+
+
 def _resent(cursor: StreamCursor, item: HarnessStreamEvent) -> bool:
     # An item at a sequence its Run has already passed: perhaps the stored item sent again.
     own = cursor.cursor_of(item.run_id)
@@ -533,9 +647,15 @@ def _resent(cursor: StreamCursor, item: HarnessStreamEvent) -> bool:
 
 def _publish(run: DrivenRun, events: Sequence[Recorded], finished: bool) -> None:
     # Committed events go to the Run's followers here, and to its ``publish`` (a Worker's) as deliveries.
-    run.feed.publish(((e.event_id, e.data) for e in events), finished=finished)
+    if run.feed is not None:
+        run.feed.publish(((e.event_id, e.data) for e in events), finished=finished)
     if run.publish is not None:
         run.publish(tuple(Delivery(run.run_id, e.event_id, e.position, e.type, e.data) for e in events))
+
+
+def _reset_feed(run: DrivenRun, last_event_id: int, *, finished: bool = False) -> None:
+    if run.feed is not None:
+        run.feed.reset(last_event_id, finished=finished)
 
 
 def _run_error(code: str, message: str) -> str:

@@ -217,11 +217,12 @@ class RunFollowers:
     async def _catch_up(self, run: DrivenRun) -> tuple[int, bytes] | None:
         """The catch-up frames of a Run driven here and the last event id they cover, shared by every
         joiner while the frames after it are still in the feed; None when it cannot be taken."""
-        caught = run.caught
-        if caught is not None and caught[0] >= run.feed.base:
+        caught, feed = run.caught, run.feed
+        assert feed is not None  # a Run the supervisor drives
+        if caught is not None and caught[0] >= feed.base:
             return caught
         if run.catching is None or run.catching.done():
-            observer, tag = run.observer, run.feed.tag
+            observer, tag = run.observer, feed.tag
             if observer is None or not observer.tracks_messages:
                 return None
             run.catching = asyncio.get_running_loop().run_in_executor(None, _take_catch_up, observer, tag)

@@ -1,42 +1,25 @@
-# The protocol of ``delivery.py`` in one call: rebuild from the journal up to
-# what was delivered, check it, then tail the journal and record every item's
-# events. A fresh start and a restart after a crash are the same call; only
-# the delivery cursor differs.
-#
-# The call owns the Run's delivery cursor from the moment it reads it: the
-# rebuilt projection is compared with the events of the items through that
-# cursor (those never change once recorded), and each record passes the
-# cursor the call itself left (``expected_cursor``). If another projector
-# records meanwhile, the next comparison or record finds events or a cursor
-# it did not write, and the call stops with ``ProjectorConflictError``,
-# having written nothing after that point.
-#
-# Every storage call runs in a worker thread (``asyncio.to_thread``), so a
-# durable commit (an fsync with ``synchronous=FULL``) never stalls the event
-# loop; only ``observe_encoded()`` runs on it. This is the kit's protocol for
-# a journal written by someone else (an ingest process, a Harness that
-# appends): it tails the journal and records item by item. A server that
-# holds the Harness stream itself drives its Runs with ``host.supervisor``,
-# which journals and records each item in one batched commit and hands the
-# events to its followers in memory; both start with ``rebuild``.
+# The start of every projection from a journal (the driver's, and so
+# ``project_run``'s and a ``Worker``'s): rebuild the projection through the
+# delivery cursor, from the newest valid checkpoint when there is one, and
+# check it against the recorded events (those never change once recorded).
+# A projector that finds events past the cursor it read, or different ones,
+# stops (``ProjectorConflictError``, ``DeliveryMismatchError``) having
+# written nothing. Storage is read in worker threads (``asyncio.to_thread``).
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 import attrs
 
 from ..core.encode import encoded
 from ..core.observer import HarnessAguiObserver
-from ..core.reduce import Processor
 from .checkpoints import resume_from_checkpoint
 from .checks import Cursor
-from .delivery import Delivery
 from .errors import DeliveryMismatchError, ProjectorConflictError
 from .protocols import CheckpointStore, DeliveryLog, SourceJournal
 
-__all__ = ["project_run", "rebuild", "Rebuilt"]
+__all__ = ["rebuild", "Rebuilt"]
 
 
 @attrs.frozen
@@ -68,80 +51,6 @@ async def rebuild(run_id: str, journal: SourceJournal, deliveries: DeliveryLog, 
             await observer.resume(journal.read_prefix(run_id, through=cursor))
         failed = await asyncio.to_thread(_check_rebuilt, run_id, cursor, observer, deliveries, ended, start)
     return Rebuilt(cursor, last, ended, failed)
-
-
-async def project_run(
-    run_id: str,
-    journal: SourceJournal,
-    deliveries: DeliveryLog,
-    *,
-    processor: Processor | None = None,
-    publish: Callable[[tuple[Delivery, ...]], object] | None = None,
-    poll_interval: float | None = None,
-    checkpoints: CheckpointStore | None = None,
-    processor_identity: str | None = None,
-    observer: HarnessAguiObserver | None = None,
-) -> HarnessAguiObserver:
-    """Project one root Run's stream (with its child Runs' items) from the journal into the delivery log,
-    to its end.
-
-    Creates an observer (with ``processor``), resumes it from the journal
-    prefix (from the latest valid checkpoint in ``checkpoints`` and the
-    items after it, when a store is given) through the delivery cursor (the position of the last item whose
-    events are recorded), checks that the rebuilt projection holds exactly the recorded
-    events (one JSON rendering per delivered event), then follows ``journal.tail`` after that cursor: each item is
-    observed and its events recorded with their ids in one transaction
-    (then, with ``checkpoints``, offered to the store, which keeps one every
-    ``every`` items), and
-    ``publish`` (if given) is called with the new deliveries after each
-    commit. Returns the observer once the terminal item's events are
-    recorded (at once if they already were, or if the Run was ended by
-    ``SqliteDeliveryLog.fail``: then the observer holds the projection
-    through the delivery cursor, without the recorded RUN_ERROR).
-
-    ``checkpoints`` (a ``SqliteCheckpointStore``) makes a restart cost the
-    items after the latest checkpoint instead of the whole stream; a
-    checkpoint that is damaged or does not verify is skipped for an older
-    one or the full prefix. ``processor_identity`` names ``processor`` in
-    the checkpoints (required with a processor: a checkpoint written under
-    another identity is never used); the store seals them with its key.
-
-    ``observer``, when given, is the fresh observer to project with (made
-    with the processor, or with ``retain_events=False`` for a live-only
-    projection, whose rebuilt events can only be counted against the
-    recorded ones, not compared), so that the Host can read it while the Run is projected
-    (``messages()``, ``catch_up()``); it is the one returned.
-
-    Raises the journal's ``HistoryError``s (a retained prefix that is broken
-    or shorter than what was delivered), ``DeliveryMismatchError`` when the
-    rebuilt projection differs from the recorded events (a processor that is
-    not replay-stable, or stores that do not belong together),
-    ``ProjectorConflictError`` when another projector recorded events for the
-    Run since this call read the delivery cursor (two projectors on one Run:
-    let the other one finish), ``DamagedStoreError`` for a damaged store,
-    whatever ``observe()``, ``record()`` or ``publish`` raise, and
-    cancellation. After an error the stores are consistent (every commit is
-    whole) but the observer is lost: call ``project_run`` again to continue.
-    """
-    if observer is None:
-        observer = HarnessAguiObserver(processor)
-    elif processor is not None or not observer.is_fresh:
-        raise ValueError("observer= takes a fresh observer, made with the processor (and no processor= beside it)")
-    rebuilt = await rebuild(run_id, journal, deliveries, observer, checkpoints=checkpoints,
-                            processor_identity=processor_identity)
-    cursor = rebuilt.cursor
-    if observer.finished or rebuilt.failed:
-        return observer
-    async for item in journal.tail(run_id, after=cursor, poll_interval=poll_interval):
-        events = observer.observe_encoded(item)  # the wire JSON, written from the records
-        delivered = await asyncio.to_thread(deliveries.record, item, events, root_run_id=run_id,
-                                            expected_cursor=cursor)
-        cursor = 0 if cursor is None else cursor + 1  # the tail yields every position in turn
-        if checkpoints is not None:
-            await asyncio.to_thread(checkpoints.offer, run_id, observer, processor_identity=processor_identity)
-        if publish is not None:
-            publish(delivered)
-    return observer
 
 
 def _delivered(run_id: str, deliveries: DeliveryLog) -> tuple[Cursor, bool, int]:

@@ -5,15 +5,12 @@
 # resumes the unfinished ones at start-up (``start``), cancels them, and
 # serves their followers (``follow``: ``host.followers``). Nothing else in
 # a server starts or drives a Run: this module keeps which Runs are driven
-# here and when (recovery, registration, leases), those modules how.
-# (``host.projector.project_run``, and a ``host.postgres.Worker`` made
-# without a supervisor, project a journaled Run for a Host of its own.)
-#
-# PostgreSQL. Each Run is driven under a lease (``host.postgres``): a new
-# Run by the process it was started in, a Run whose lease is free (its
-# server died, or hung past the lease's ttl) by whichever ``Worker`` takes
-# it; every write of the driver is fenced by the lease in its transaction.
-# A start holds its Thread's lock in the database too (``host.postgres.locks``).
+# here and when (recovery, registration), those modules how; on PostgreSQL
+# each Run is driven under a lease (``host.leases``) and a start holds its
+# Thread's lock in the database too (``host.postgres.locks``).
+# (``project_run``, the driver's record-by-record mode, and a
+# ``host.postgres.Worker`` made without a supervisor, project a journaled Run
+# for a Host of its own.)
 
 from __future__ import annotations
 
@@ -34,14 +31,15 @@ from .checks import Cursor
 from .driver import DrivenRun, RunDriver, close_stream
 from .errors import StorageError
 from .followers import KEEPALIVE, RunFollowers
+from .leases import LeasedDriving
 from .options import SupervisorOptions
 from .protocols import Stores
-from .retry import READ_AGAIN, RECONNECT
+from .retry import READ_AGAIN
 from .runner import RequestContext, Runner, StartedRun
 from .starts import Asked, RunStarts
 
 if TYPE_CHECKING:
-    from .postgres import FencedDeliveryLog, PostgresLeases, Worker
+    from .postgres import PostgresLeases
 
 __all__ = ["RunSupervisor", "SupervisorOptions", "FAILURE_CODES", "Reattach", "KEEPALIVE"]
 
@@ -113,7 +111,7 @@ class RunSupervisor:
         wait_remote = float(options.poll_interval) if leases is None else float(options.recheck)
         self._runs: dict[str, DrivenRun] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._worker: Worker | None = None
+        self._leased: LeasedDriving | None = None  # PostgreSQL, once started
         self._worker_task: asyncio.Task[None] | None = None
         self._driver = RunDriver(stores, processor=processor, options=options, wait_remote=wait_remote)
         self._followers = RunFollowers(stores, self._runs, options=options, wait_remote=wait_remote,
@@ -136,12 +134,9 @@ class RunSupervisor:
         lease is free, re-attaches its Harness and drives it; nothing is returned, as that happens in
         the background. Raises what the stores raise for a damaged database."""
         if self.leases is not None:
-            from .postgres import Worker
-
-            self._worker = Worker(self.journal, self.deliveries, self.leases,  # type: ignore[arg-type]
-                                  drive=self._drive_leased, scan_interval=float(self.options.scan_interval))
+            self._leased = LeasedDriving(self, self.leases, scan_interval=float(self.options.scan_interval))
             if recover:
-                self._worker_task = asyncio.create_task(self._worker.run(), name="harness-agui lease worker")
+                self._worker_task = asyncio.create_task(self._leased.worker.run(), name="harness-agui lease worker")
             return ()
         if not recover:
             return ()
@@ -286,7 +281,7 @@ class RunSupervisor:
         """Wait until a Run started here is registered where other servers see it (PostgreSQL: its lease
         is taken, or found taken by another server); at once on SQLite and for a Run not driven here."""
         run = self._runs.get(run_id)
-        if run is not None and self._worker is not None:
+        if run is not None and self._leased is not None:
             await run.registered.wait()
 
     def cancel(self, run_id: str) -> bool:
@@ -313,13 +308,19 @@ class RunSupervisor:
 
     def _launch(self, run_id: str, thread_id: str, source: AsyncIterable[HarnessStreamEvent] | None, *,
                 wire: WireRun | None = None, reattached: bool = False) -> DrivenRun:
+        run = self._register(run_id, thread_id, source, wire=wire, reattached=reattached)
+        if self._leased is None:
+            run.task = self._spawn(self._drive(run), f"harness-agui run {run_id}")
+        else:  # PostgreSQL: the Run is driven under this process's lease on it
+            self._spawn(self._leased.drive_started(run), f"harness-agui lease {run_id}")
+        return run
+
+    def _register(self, run_id: str, thread_id: str, source: AsyncIterable[HarnessStreamEvent] | None, *,
+                  wire: WireRun | None = None, reattached: bool = False) -> DrivenRun:
+        # The Run is driven here from now on: its followers here read its driver's feed.
         run = DrivenRun(run_id, thread_id, self._followers.driven_here(run_id), source, wire=wire,
                         reattached=reattached)
         self._runs[run_id] = run
-        if self._worker is None:
-            run.task = self._spawn(self._drive(run), f"harness-agui run {run_id}")
-        else:  # PostgreSQL: the Run is driven under this process's lease on it
-            self._spawn(self._lease_posted(run), f"harness-agui lease {run_id}")
         return run
 
     def _spawn(self, coroutine: Awaitable[Any], name: str) -> asyncio.Task[Any]:
@@ -336,54 +337,6 @@ class RunSupervisor:
         reattach = self.reattach
         return _deferred(lambda: reattach(thread_id, run_id, cursor))
 
-    async def _lease_posted(self, run: DrivenRun) -> None:
-        # Take the lease of a Run started here and drive it (``_drive_leased``); if another process holds
-        # it (the same Run started there first), that one drives it and this one only serves the log.
-        worker = self._worker
-        leases = self.leases
-        assert worker is not None and leases is not None
-        async def attempt() -> bool:
-            lease = await asyncio.to_thread(leases.acquire, run.run_id)
-            run.registered.set()  # the lease is taken (or another server holds it): the server may go on
-            return lease is not None and await worker.project_leased(lease)
-
-        try:
-            # A database out of reach for a moment (a restart, sessions ended) is waited out; the Run's
-            # Harness stream, once taken by the driver, continues through ``reattach``.
-            await RECONNECT.call_async(attempt, self.stores.lost)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("run %r: could not drive the run under a lease", run.run_id)
-        finally:
-            run.registered.set()
-            if self._runs.get(run.run_id) is run and run.task is None:
-                self._forget(run)
-            await close_stream(run.source)
-
-    async def _drive_leased(self, run_id: str, fenced: FencedDeliveryLog) -> None:
-        # Called by the Worker with this process's lease on the Run: a Run started here (its runner's
-        # stream), or one taken over (re-attached to its Harness, if it can be).
-        run = self._runs.get(run_id)
-        if run is None or run.task is not None:
-            thread_id = await self.thread_of(run_id) if run is None else run.thread_id
-            if thread_id is None:
-                return
-            wire = await asyncio.to_thread(self.stores.bindings.wire_of, run_id) if run is None else run.wire
-            run = self._launch_taken(run_id, thread_id, wire)
-        if run.source is None:
-            run.source = await self._reattached(run.thread_id, run_id)
-            run.reattached = run.source is not None
-        run.lease = fenced.lease
-        run.task = asyncio.current_task()
-        await self._drive(run)
-
-    def _launch_taken(self, run_id: str, thread_id: str, wire: WireRun | None) -> DrivenRun:
-        run = DrivenRun(run_id, thread_id, self._followers.driven_here(run_id), wire=wire)
-        run.registered.set()
-        self._runs[run_id] = run
-        return run
-
     async def _drive(self, run: DrivenRun) -> None:
         try:
             await self._driver.drive(run)
@@ -394,7 +347,8 @@ class RunSupervisor:
         # The driver is done: what follows is read from the delivery log.
         if self._runs.get(run.run_id) is run:
             del self._runs[run.run_id]
-        self._followers.released(run.feed)
+        if run.feed is not None:
+            self._followers.released(run.feed)
 
     # -- followers -----------------------------------------------------------------------------
 

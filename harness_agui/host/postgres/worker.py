@@ -37,7 +37,6 @@ from ...core.reduce import Processor
 from ..delivery import Delivery
 from ..driver import DrivenRun, RunDriver
 from ..errors import ProjectorConflictError
-from ..feed import RunFeed
 from ..options import SupervisorOptions
 from ._pg import LOCK_WORKER, STREAMS_CHANNEL
 from .batch import PostgresStores
@@ -232,13 +231,13 @@ class Worker:
         # The supervisor's driver, on this worker's database (its writer is made on first use).
         if self._driver is None:
             stores = PostgresStores(self.journal, self.deliveries)
-            self._driver = RunDriver(stores, processor=self.processor, options=SupervisorOptions(),
-                                     wait_remote=30.0)  # not used: PostgreSQL wakes a journal's tail by NOTIFY
+            self._driver = RunDriver(stores, processor=self.processor, options=SupervisorOptions())
         return self._driver
 
     async def _close_driver(self) -> None:
         driver, self._driver = self._driver, None
         if driver is not None:
+            assert isinstance(driver.stores, PostgresStores)
             driver.stores.close()
             await driver.close()
 
@@ -264,15 +263,15 @@ class Worker:
 
     async def _run_of(self, lease: Lease) -> DrivenRun | None:
         # The leased Run as the driver drives it, named as its clients name it (a server's binding).
-        run_id = lease.run_id
-        wire = await asyncio.to_thread(self._driver_of().stores.bindings.wire_of, run_id)
+        run_id, stores = lease.run_id, self._driver_of().stores
+        assert isinstance(stores, PostgresStores)
+        wire = await asyncio.to_thread(stores.bindings.wire_of, run_id)
         thread_id = await asyncio.to_thread(self.journal.thread_of, run_id)
         if thread_id is None and wire is not None:
             thread_id = wire.source_thread_id
         if thread_id is None:
             return None
-        return DrivenRun(run_id, thread_id, RunFeed(run_id, local=True), wire=wire, lease=lease,
-                         publish=self.publish)
+        return DrivenRun(run_id, thread_id, wire=wire, lease=lease, publish=self.publish)
 
     async def _renew(self, lease: Lease, projection: asyncio.Task[object], lost: asyncio.Event) -> None:
         while True:
