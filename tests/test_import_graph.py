@@ -14,7 +14,10 @@ so that nothing can hide an edge from it.
 Layers (the folders): core imports only core; wire imports core; host
 imports core and wire; debug imports core and wire; testing imports core and
 wire; inspect (the run inspector's pages) imports core, wire, host and
-debug. Inside debug the modules are ordered (``text`` < ``pretty`` <
+debug; a13n (the a13n-harness adapter and its runner) imports core, wire,
+host and the top-level ``_a13n_release``; compat (a13n-stream-protocol's
+vocabulary over the core) imports core, wire, a13n and ``_a13n_release``,
+never host, debug, testing or inspect. Inside debug the modules are ordered (``text`` < ``pretty`` <
 ``views`` < ``replay`` < ``notebook`` < the package) and import only to
 their left. The top-level package, ``cli``, ``demo`` and ``__main__`` are
 the shell over all of them and may import any layer, but take part in the
@@ -43,6 +46,8 @@ ALLOWED = {
     "debug": {"core", "wire", "debug"},
     "testing": {"core", "wire", "testing"},
     "inspect": {"core", "wire", "host", "debug", "inspect"},
+    "a13n": {"core", "wire", "host", "_a13n_release", "a13n"},
+    "compat": {"core", "wire", "a13n", "_a13n_release", "compat"},
 }
 DEBUG_ORDER = ["text", "pretty", "views", "replay", "notebook", ""]
 
@@ -156,7 +161,10 @@ def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_walk_sees_every_layer_of_the_package() -> None:
     layers = {_layer(m) for m in MODULES}
-    assert {"core", "wire", "host", "debug", "testing", "cli"} <= layers
+    assert {"core", "wire", "host", "debug", "testing", "a13n", "compat", "cli"} <= layers
+    # Every folder of the package has a layer rule; only top-level modules are the shell.
+    folders = {path.parent.relative_to(ROOT).parts[0] for path in ROOT.rglob("*.py") if path.parent != ROOT}
+    assert folders <= set(ALLOWED), sorted(folders - set(ALLOWED))
     assert f"{PACKAGE}.debug.views" in GRAPH[f"{PACKAGE}.debug.replay"]  # a function-level import would count too
 
 

@@ -433,12 +433,8 @@ def _user_content(message: Any) -> list[Any]:
     tag = {AGUI_MESSAGE_ID: message.id}
     if isinstance(message.content, str):
         return [lib.TextContent(message.content, metadata=tag)]
-    out: list[Any] = []
-    for part in message.content:
-        if part.type == "text":
-            out.append(lib.TextContent(part.text, metadata=tag))
-        else:
-            out.append(lib.ContentItem(_media(part, message.id), lib.ContentMetadata(**tag)))
+    out = [lib.TextContent(part.text, metadata=tag) if part.type == "text"
+           else lib.ContentItem(_media(part, message.id), lib.ContentMetadata(**tag)) for part in message.content]
     if not out:
         raise RunInputError("bad_message", f"user message {message.id!r} is empty", detail={"messageId": message.id})
     return out
@@ -496,12 +492,9 @@ def _history(messages: Sequence[Any]) -> list[Any]:
                                     f"{message.tool_call_id!r}, which no earlier assistant message made",
                                     detail={"messageId": message.id})
             answered.add(message.tool_call_id)
-            if message.error:
-                request_part(lib.ToolReturnPart(name, message.error, tool_call_id=message.tool_call_id,
-                                                metadata={AGUI_MESSAGE_ID: message.id}, outcome="failed"))
-            else:
-                request_part(lib.ToolReturnPart(name, _text(message), tool_call_id=message.tool_call_id,
-                                                metadata={AGUI_MESSAGE_ID: message.id}))
+            failed = {"outcome": "failed"} if message.error else {}
+            request_part(lib.ToolReturnPart(name, message.error or _text(message), tool_call_id=message.tool_call_id,
+                                            metadata={AGUI_MESSAGE_ID: message.id}, **failed))
     unanswered = sorted(set(names) - answered)
     if unanswered:
         raise RunInputError("bad_history", f"the earlier messages hold tool calls nothing answers: {unanswered}",

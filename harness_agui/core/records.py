@@ -307,7 +307,6 @@ SUBAGENT_TAG = "@subagent"
 # and a tool result's content parts). Their tag is the type name and "@full";
 # nothing in the default projection makes one, so its records, their bytes
 # and their cost are unchanged.
-FULL_TAG = "@full"
 RUN_STARTED_FULL = Kind(RunStartedEvent, ("thread_id", "run_id", "protocol_version"), tag="RUN_STARTED@full")
 RUN_FINISHED_FULL = Kind(RunFinishedEvent, ("thread_id", "run_id", "result", "outcome", "usage", "raw_event"),
                          json_fields=("result", "outcome", "usage", "raw_event"), content="result",

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
 from typing import Any, Literal
 
@@ -162,11 +163,7 @@ class Diagnosis:
 
     def event_counts(self) -> dict[str, int]:
         """How many events of each AG-UI type the replay produced."""
-        counts: dict[str, int] = {}
-        for record in self.state.snapshot().records:
-            name = event_type(record)
-            counts[name] = counts.get(name, 0) + 1
-        return counts
+        return dict(Counter(event_type(record) for record in self.state.snapshot().records))
 
     def __repr__(self) -> str:
         return diagnosis_repr(self)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import html
 import json
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
@@ -482,10 +483,7 @@ def _part_line(p: OpenPart) -> str:
 
 
 def _calls_line(state: ProjectionState) -> str:
-    counts: dict[str, int] = {}
-    for status in state.calls.values():
-        counts[status] = counts.get(status, 0) + 1
-    return ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none"
+    return ", ".join(f"{n} {s}" for s, n in sorted(Counter(state.calls.values()).items())) or "none"
 
 
 def _state_status(state: ProjectionState) -> str:

@@ -125,7 +125,7 @@ class Database:
             row = self.row(run_id)
             if row is not None:
                 by_thread.setdefault(row.thread_id, []).append(row)
-        threads = [ThreadRow(t, tuple(sorted(rows, key=_started))) for t, rows in by_thread.items()]
+        threads = [ThreadRow(t, tuple(sorted(rows, key=started_order))) for t, rows in by_thread.items()]
         threads.sort(key=lambda t: (t.latest is not None, t.latest or datetime.min), reverse=True)
         return threads
 
@@ -208,7 +208,8 @@ class Database:
         return index
 
 
-def _started(row: RunRow) -> tuple[bool, datetime]:
+def started_order(row: RunRow) -> tuple[bool, datetime]:
+    """The sort key of Runs, oldest first, those not started yet first."""
     return (row.started_at is not None, row.started_at or datetime.min)
 
 

@@ -38,7 +38,7 @@ from ..debug.views import conversation_html
 from ..host.delivery import parse_last_event_id
 from ..host.errors import UnknownEventIdError
 from ..wire.codec import encode, to_json
-from ._read import Database, RunRow, deliveries_of
+from ._read import Database, RunRow, deliveries_of, started_order
 
 __all__ = ["Inspector", "CUT", "LAST_ENTRIES", "STEP_ENTRIES"]
 
@@ -185,7 +185,7 @@ class Inspector:
         siblings = await asyncio.to_thread(self.db.journal.runs, row.thread_id)
         rows = [r for r in (await asyncio.to_thread(lambda: [self.db.row(s) for s in siblings])) if r is not None]
         row = next((r for r in rows if r.run_id == row.run_id), row)
-        rows.sort(key=lambda r: (r.started_at is not None, r.started_at or datetime.min))
+        rows.sort(key=started_order)
         at = next(i for i, r in enumerate(rows) if r.run_id == row.run_id)
         follow = None
         if row.status.kind == "running":

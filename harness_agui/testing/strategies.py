@@ -207,7 +207,6 @@ def _pick(draw: Draw, options: Sequence[Any]) -> Any:
 
 _OPT_TEXT = st.none() | st.text(_CHARS, max_size=8)
 _OPT_NAME = st.none() | _NAMES
-_DETAILS = st.none() | json_objects(max_size=2)
 _ARRAYS = st.lists(json_values(max_leaves=3), max_size=3)
 _AWARE = st.datetimes(min_value=datetime(1970, 1, 2), max_value=datetime(2200, 1, 1),
                       timezones=st.sampled_from(_ZONES))

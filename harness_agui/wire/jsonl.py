@@ -752,11 +752,7 @@ def check_journal(source: JournalSource, *, migrations: Mapping[int, Migration] 
     for scanned in scan_journal(source, migrations=migrations, name=name, max_line_bytes=max_line_bytes):
         lines = scanned.line
         run_id = scanned.run_id
-        check = None
-        if run_id is not None:
-            check = runs.get(run_id)
-            if check is None:
-                check = runs[run_id] = _RunCheck(run_id)
+        check = None if run_id is None else runs.get(run_id) or runs.setdefault(run_id, _RunCheck(run_id))
         if scanned.error is not None:
             fault = LineFault(scanned.line, None, scanned.error.reason)
             (orphans if check is None else check.undecodable).append(fault)
