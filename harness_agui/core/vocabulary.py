@@ -110,7 +110,7 @@ _MADE: dict[str, Vocabulary] = {}  # by name: the vocabularies made so far (``re
 
 def register(vocabulary: Vocabulary) -> None:
     """Make ``vocabulary`` the one its name resolves to. Raises ValueError
-    for a name outside ``VOCABULARIES`` or one already registered."""
+    for a name outside ``NAMES`` or one already registered."""
     if vocabulary.name not in NAMES:
         raise ValueError(f"{vocabulary.name!r} is not a vocabulary name this library knows")
     if vocabulary.name in _MADE:
