@@ -435,6 +435,73 @@ def test_the_authorize_hook_is_told_the_harness_thread_the_clients_thread_was_bo
     assert told is not None and told.thread_runs == second.thread_runs  # read again under the Thread's lock
 
 
+def test_a_start_reads_its_threads_bindings_once_unless_a_run_was_started_meanwhile(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The bindings read for the authorize hook are the runner's too when this process (the only one
+    # binding on SQLite) has started no Run since; a Run started meanwhile makes the start read them again.
+    reads: list[str] = []
+    runs_of = SqliteRunBindings.runs_of
+
+    def counted_runs_of(self: SqliteRunBindings, thread_id: str) -> tuple[WireRun, ...]:
+        reads.append(thread_id)
+        return runs_of(self, thread_id)
+
+    monkeypatch.setattr(SqliteRunBindings, "runs_of", counted_runs_of)
+    second_asked = asyncio.Event()
+
+    async def authorize(context: RequestContext) -> bool:
+        if context.run_id == "r-3":
+            second_asked.set()
+        return True
+
+    class Holding(Naming):
+        async def start(self, run_input: RunAgentInput, **kwargs: Any) -> CallableRun:
+            if run_input.run_id == "r-2":  # r-3's bindings are read before this Run is bound
+                await second_asked.wait()
+            return await super().start(run_input, **kwargs)
+
+    runner = Holding()
+    server = AguiServer(runner, database=tmp_path / "host.db", authorize=authorize)
+
+    async def scenario() -> list[int]:
+        async with serving(server) as base, httpx.AsyncClient(timeout=30) as client:
+            alone = (await client.post(f"{base}/runs", json=body("t-1", "r-1"))).status_code
+            reads_alone = len(reads)
+            both = await asyncio.gather(client.post(f"{base}/runs", json=body("t-2", "r-2")),
+                                        client.post(f"{base}/runs", json=body("t-2", "r-3")))
+            assert reads_alone == 1  # one read for a start on its own
+            return [alone, *(r.status_code for r in both)]
+
+    assert run(scenario()) == [200, 200, 200]
+    told = {context.run_id: context for context in runner.contexts if context is not None}
+    assert told["r-2"].thread_runs == ()
+    assert told["r-3"].thread_runs == (WireRun("t-2", "r-2", "h-t-2", "h-r-2"),)  # read again: r-2 was bound
+    assert reads == ["t-1", "t-2", "t-2", "t-2"]
+
+
+def test_a_run_whose_harness_id_the_journal_holds_already_is_rebuilt_not_started_blank(tmp_path: Path) -> None:
+    # The start looks for a newly bound Run in both logs in its binding's hop: one the journal holds items
+    # of (journaled by an earlier release, without a binding) goes on from them, not from nothing.
+    with SqliteSourceJournal(tmp_path / "host.db") as journal:
+        for item in list(counted("h-t-1", "h-r-1", 5))[:3]:
+            journal.append(item)
+
+    async def scenario_on(database: Path) -> str:
+        server = AguiServer(Naming(), database=database, recover=False)  # the Run is left for the start to find
+        async with serving(server) as base, httpx.AsyncClient(timeout=30) as client:
+            return (await client.post(f"{base}/runs", json=body("t-1", "r-1"))).text
+
+    def scenario() -> Any:
+        return scenario_on(tmp_path / "host.db")
+
+    events = sse(run(scenario()))
+    # The runner's stream starts again at sequence 0: its first 3 items are the journal's, sent again
+    # (passed over), and the Run goes on from there, each item's events once.
+    whole = sse(run(scenario_on(tmp_path / "whole.db")))
+    assert [e["type"] for e in events] == [e["type"] for e in whole]
+    assert events[-1]["type"] == "RUN_FINISHED"
+
+
 def test_a_post_that_is_not_application_json_is_refused_with_415_and_starts_nothing(tmp_path: Path) -> None:
     runner = Naming()
     server = AguiServer(runner, database=tmp_path / "host.db", cors_origins=["https://app.example"])

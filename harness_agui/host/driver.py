@@ -107,6 +107,7 @@ class DrivenRun:
     source: AsyncIterable[HarnessStreamEvent] | None = None  # a POSTed Run's stream, until its driver takes it
     wire: WireRun | None = None  # how its clients name it (None: by the journal's ids)
     started: StartedRun | None = None  # the runner's Run (None: recovered or taken over)
+    unwritten: StreamCursor | None = None  # found in neither log when it was bound: its cursor (until resumed)
     reattached: bool = False  # its stream is ``reattach``'s (after a restart or a takeover)
     task: asyncio.Task[Any] | None = None
     ingest: asyncio.Task[None] | None = None
@@ -241,10 +242,12 @@ class RunDriver:
             client_thread_id=wire.wire_thread_id if named else None,  # type: ignore[union-attr]
             client_run_id=wire.wire_run_id if named else None)  # type: ignore[union-attr]
         if run.started is not None:  # started here: most often a Run neither log holds anything of
-            try:
-                blank = await asyncio.to_thread(self._blank, run.run_id)
-            except Exception:  # noqa: BLE001 - the rebuild below reads the same and meets the same error
-                blank = None
+            blank, run.unwritten = run.unwritten, None  # read when it was bound (SQLite)
+            if blank is None:
+                try:
+                    blank = await asyncio.to_thread(self.unwritten, run.run_id)
+                except Exception:  # noqa: BLE001 - the rebuild below reads the same and meets the same error
+                    blank = None
             if blank is not None:  # what the rebuild below would find, read in one hop instead of two
                 run.observer = observer
                 run.last_event_id, run.delivered = 0, None
@@ -277,10 +280,10 @@ class RunDriver:
         run.cursor, run.journal_end = await asyncio.to_thread(self._journal_at, run.run_id, rebuilt.cursor)
         return True
 
-    def _blank(self, run_id: str) -> StreamCursor | None:
-        # In a worker thread: the stream's cursor before its first item when neither the journal nor the
-        # delivery log holds anything of the Run (else None: the Run is rebuilt). A Run with no item
-        # recorded and no event has not finished either: its end is an event.
+    def unwritten(self, run_id: str) -> StreamCursor | None:
+        """The stream's cursor before its first item when neither the journal nor the delivery log holds
+        anything of Run ``run_id``, else None (the Run is rebuilt); blocking, for a worker thread. A Run
+        with no item recorded and no event has not finished either: its end is an event."""
         if self.journal.cursor(run_id) is not None or self.deliveries.cursor(run_id) is not None \
                 or self.deliveries.last_event_id(run_id):
             return None

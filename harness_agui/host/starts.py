@@ -20,7 +20,10 @@
 # that waited for the lock asks again whether its run id was started
 # meanwhile: on SQLite only this process can have started it under this
 # lock, and it remembers what it started; PostgreSQL's lock is the
-# database's, so the database is asked again.
+# database's, so the database is asked again. The Thread's bindings, read
+# before the request was authorized, are read again under the lock unless
+# (on SQLite) this process has started no Run since. A Run newly bound on
+# SQLite is looked for in both logs in the same hop as its binding.
 #
 # What a start refuses is a ``RunRefused`` (the runner's own, or one of the
 # two below), raised before anything is streamed; whatever a runner raises
@@ -38,6 +41,7 @@ from typing import TYPE_CHECKING, Protocol
 import attrs
 from ag_ui.core import RunAgentInput
 
+from ..core.history import StreamCursor
 from .bindings import WireRun
 from .protocols import SourceJournal, Stores
 from .runner import RequestContext, Runner, RunRefused, StartedRun
@@ -85,9 +89,15 @@ class _Driving(Protocol):
     @property
     def journal(self) -> SourceJournal: ...
 
+    @property
+    def runs_started(self) -> int: ...
+
     async def live_runs(self) -> frozenset[str]: ...
 
-    def start_run(self, started: StartedRun, *, wire: WireRun | None = None) -> bool: ...
+    def start_run(self, started: StartedRun, *, wire: WireRun | None = None,
+                  unwritten: StreamCursor | None = None) -> bool: ...
+
+    def unwritten(self, run_id: str) -> StreamCursor | None: ...
 
     async def registered(self, run_id: str) -> None: ...
 
@@ -110,10 +120,12 @@ class _Found:
 class Asked:
     """What a start request found before it is authorized (``RunStarts.ask``): the client Thread's bound
     Runs (``thread_runs``, oldest first: the first names its Harness Thread), and what the database
-    says of its run id (None when this process knew its binding)."""
+    says of its run id (None when this process knew its binding). ``started``: how many Runs this
+    process had started before they were read (see ``RunStarts.open``)."""
 
     thread_runs: tuple[WireRun, ...]
     found: _Found | None
+    started: int = -1
 
 
 class RunStarts:
@@ -135,7 +147,8 @@ class RunStarts:
         bindings, and (unless this process knows it) what the database says of the run id. Raises what
         the stores raise."""
         looking = self._remembered(run_id) is None
-        return await asyncio.to_thread(self._ask, thread_id, run_id, looking)
+        started = self._supervisor.runs_started  # counted before the read, so a start during it is seen
+        return attrs.evolve(await asyncio.to_thread(self._ask, thread_id, run_id, looking), started=started)
 
     async def open(self, run_input: RunAgentInput, context: RequestContext, *, asked: Asked | None = None) -> WireRun:
         """The Run ``run_input`` names (its binding), started when the database knows none: under the
@@ -154,7 +167,10 @@ class RunStarts:
             known = await self._known_of(thread_id, run_id, remembered=self._thread_locks is None)
             if known is not None:
                 return known
-            thread_runs = await asyncio.to_thread(self._stores.bindings.runs_of, thread_id)
+            if asked is not None and self._thread_locks is None and asked.started == self._supervisor.runs_started:
+                thread_runs = asked.thread_runs  # only this process binds on SQLite, and it has bound nothing since
+            else:
+                thread_runs = await asyncio.to_thread(self._stores.bindings.runs_of, thread_id)
             return await self._start(run_input, attrs.evolve(
                 context, thread_runs=thread_runs,
                 source_thread_id=thread_runs[0].source_thread_id if thread_runs else None))
@@ -193,7 +209,7 @@ class RunStarts:
                                     f"{source_run!r}")
         wire = WireRun(run_input.thread_id, run_input.run_id, source_thread, source_run)
         try:
-            bound = await asyncio.to_thread(self._stores.bindings.bind, wire)
+            bound, unwritten = await asyncio.to_thread(self._bind, wire)
         except ValueError as e:  # the runner gave a Harness run id that is bound to another request
             started.cancel()
             raise HarnessStartError(str(e)) from None
@@ -203,9 +219,21 @@ class RunStarts:
             if bound.wire_thread_id != wire.wire_thread_id:
                 raise RunConflictError(wire.wire_run_id)
             return bound
-        supervisor.start_run(started, wire=wire)
+        supervisor.start_run(started, wire=wire, unwritten=unwritten)
         await supervisor.registered(source_run)
         return wire
+
+    def _bind(self, wire: WireRun) -> tuple[WireRun, StreamCursor | None]:
+        # In a worker thread: the Run's binding, and, for a Run newly bound on SQLite, whether either log
+        # holds anything of it (read in the same hop, so its driver starts without one of its own; on
+        # PostgreSQL the driver reads it under the Run's lease). What that read raises, the driver's meets.
+        bound = self._stores.bindings.bind(wire)
+        if bound != wire or self._thread_locks is not None:
+            return bound, None
+        try:
+            return bound, self._supervisor.unwritten(wire.source_run_id)
+        except Exception:  # noqa: BLE001 - see above
+            return bound, None
 
     async def _known_of(self, thread_id: str, run_id: str, *, remembered: bool = False,
                         found: _Found | None = None) -> WireRun | None:

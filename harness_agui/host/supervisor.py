@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from ag_ui.core import RunAgentInput
 
+from ..core.history import StreamCursor
 from ..core.observer import HarnessAguiObserver
 from ..core.reduce import Processor
 from ..core.source import HarnessStreamEvent
@@ -110,6 +111,7 @@ class RunSupervisor:
         self.leases = leases
         wait_remote = float(options.poll_interval) if leases is None else float(options.recheck)
         self._runs: dict[str, DrivenRun] = {}
+        self._runs_started = 0
         self._tasks: set[asyncio.Task[Any]] = set()
         self._leased: LeasedDriving | None = None  # PostgreSQL, once started
         self._worker_task: asyncio.Task[None] | None = None
@@ -260,22 +262,36 @@ class RunSupervisor:
         the database knows no such Run of that Thread. A Run journaled without a binding is its own."""
         return await self._starts.resolve(thread_id, run_id)
 
-    def start_run(self, started: StartedRun, *, wire: WireRun | None = None) -> bool:
+    def start_run(self, started: StartedRun, *, wire: WireRun | None = None,
+                  unwritten: StreamCursor | None = None) -> bool:
         """Start driving ``started`` (a runner's Run, ``host.runner``) under its Harness ids: its
         ``items()`` are taken inside the Run's task, so that what they raise ends the Run cleanly.
         ``wire`` is how its clients name it (default: the started Run's wire ids), which the Run's
         RUN_STARTED and RUN_FINISHED carry; the caller stores it first (``Stores.bindings``). Returns
         False, and starts nothing, when this process drives a Run of that id already. On PostgreSQL
         the Run's lease is taken in the background: ``registered(run_id)`` waits for it. ``open_run``
-        calls it; a caller of its own holds the Thread's lock itself."""
+        calls it; a caller of its own holds the Thread's lock itself. ``unwritten``: what ``unwritten``
+        said of the Run after it was bound (SQLite only), so its driver need not read it again."""
         run_id = started.run_id
         if run_id in self._runs:
             return False
+        self._runs_started += 1
         if wire is None:
             wire = WireRun(started.wire_thread_id, started.wire_run_id, started.thread_id, run_id)
         run = self._launch(run_id, started.thread_id, _deferred(started.items), wire=wire)
-        run.started = started
+        run.started, run.unwritten = started, unwritten
         return True
+
+    @property
+    def runs_started(self) -> int:
+        """How many Runs ``start_run`` has started in this process (a start reads its Thread's bindings
+        again under the Thread's lock only when this has changed since it first read them)."""
+        return self._runs_started
+
+    def unwritten(self, run_id: str) -> StreamCursor | None:
+        """The stream cursor of Run ``run_id`` before its first item when neither the journal nor the
+        delivery log holds anything of it, else None (blocking: call it in a worker thread)."""
+        return self._driver.unwritten(run_id)
 
     async def registered(self, run_id: str) -> None:
         """Wait until a Run started here is registered where other servers see it (PostgreSQL: its lease
