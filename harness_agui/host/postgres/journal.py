@@ -221,15 +221,11 @@ class PostgresSourceJournal(Store):
             if head is None or through > head.last_position:
                 raise ValueError(f"the journal does not hold the stream of run {run_id!r} through position "
                                  f"{through}")
-            rows = conn.execute(f"SELECT run_id, thread_id, max(sequence), bool_or(terminal) FROM {ITEMS} "
-                                "WHERE root_run_id = %s AND position <= %s GROUP BY run_id, thread_id",
-                                (run_id, through)).fetchall()
-        runs = {r[0]: HistoryCursor(r[0], r[1], r[2] + 1, r[3]) for r in rows}
-        root = runs.pop(run_id, None)
-        if root is None or len(rows) != len(runs) + 1:
+            cursor = _stream_at(conn, run_id, through)
+        if cursor is None:
             raise DamagedStoreError("the stream's items do not fit together (a Run with two Threads, or no item "
                                     "of the root)", path=self._db.path, table=ITEMS, row=f"root_run_id={run_id!r:.80}")
-        return StreamCursor(root, pmap(runs), through + 1, True)
+        return cursor
 
     def root_of(self, run_id: str) -> str | None:
         """The root Run of the stream that holds Run ``run_id`` (itself for a root), None if not stored."""
@@ -352,14 +348,9 @@ class PostgresSourceJournal(Store):
                 return after, True
             if after > head.last_position:
                 return after, False
-            rows = conn.execute(f"SELECT run_id, thread_id, max(sequence), bool_or(terminal) FROM {ITEMS} "
-                                "WHERE root_run_id = %s AND position <= %s GROUP BY run_id, thread_id",
-                                (run_id, after)).fetchall()
-        runs = {r[0]: HistoryCursor(r[0], r[1], r[2] + 1, r[3]) for r in rows}
-        root = runs.pop(run_id, None)
-        if root is None or len(rows) != len(runs) + 1:
-            return after, False  # a damaged prefix: let the position-only check report what it meets
-        return StreamCursor(root, pmap(runs), after + 1, True), False
+            cursor = _stream_at(conn, run_id, after)
+        # A damaged prefix: let the position-only check report what it meets.
+        return (after, False) if cursor is None else (cursor, False)
 
     async def _tail(self, run_id: str, after: Cursor, recheck: float) -> AsyncIterator[HarnessStreamEvent]:
         start, ended = await asyncio.to_thread(self._start, run_id, after)
@@ -382,6 +373,19 @@ class PostgresSourceJournal(Store):
                         return
                 if not rows:
                     await self._db.wait(woken, recheck)
+
+
+def _stream_at(conn: Any, run_id: str, through: int) -> StreamCursor | None:
+    # The stream cursor of root Run ``run_id``'s stored prefix through position ``through`` (each Run's next
+    # sequence); None when its rows do not fit together (a Run with two Threads, or no item of the root).
+    rows = conn.execute(f"SELECT run_id, thread_id, max(sequence), bool_or(terminal) FROM {ITEMS} "
+                        "WHERE root_run_id = %s AND position <= %s GROUP BY run_id, thread_id",
+                        (run_id, through)).fetchall()
+    runs = {r[0]: HistoryCursor(r[0], r[1], r[2] + 1, r[3]) for r in rows}
+    root = runs.pop(run_id, None)
+    if root is None or len(rows) != len(runs) + 1:
+        return None
+    return StreamCursor(root, pmap(runs), through + 1, True)
 
 
 def _item(decoded: Any) -> HarnessStreamEvent:
