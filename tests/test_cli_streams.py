@@ -161,7 +161,12 @@ def test_a_closed_stderr_does_not_hide_the_exit_status(tmp_path: Path) -> None:
 
 
 def test_a_broken_pipe_ends_quietly_with_status_141_like_other_unix_tools(tmp_path: Path) -> None:
-    path = journal_file(tmp_path)
+    # The replay is larger than a pipe holds (64 KiB), so it is still writing when ``head`` has gone,
+    # however the two processes are scheduled: a replay that fits could end before its reader closes.
+    path = tmp_path / "long.jsonl"
+    b = SourceBuilder("thread-long", "run-long")
+    b.user("Count to 8000.").request().text(0, [f"{n} " for n in range(8000)]).completed("counted")
+    path.write_text("".join(encode(i) + "\n" for i in b.items), encoding="utf-8")
     proc = sh(f"set -o pipefail; $CLI replay '{path}' | head -c 1 >/dev/null; echo \"status=${{PIPESTATUS[0]}}\"")
     assert proc.stdout.endswith(b"status=141\n"), proc
     assert proc.stderr == b""
