@@ -272,10 +272,10 @@ class RunSupervisor:
         the Run's lease is taken in the background: ``registered(run_id)`` waits for it. ``open_run``
         calls it; a caller of its own holds the Thread's lock itself. ``unwritten``: what ``unwritten``
         said of the Run after it was bound (SQLite only), so its driver need not read it again."""
+        self._runs_started += 1  # counted even when refused: its caller may have bound it
         run_id = started.run_id
         if run_id in self._runs:
             return False
-        self._runs_started += 1
         if wire is None:
             wire = WireRun(started.wire_thread_id, started.wire_run_id, started.thread_id, run_id)
         run = self._launch(run_id, started.thread_id, _deferred(started.items), wire=wire)
@@ -284,7 +284,7 @@ class RunSupervisor:
 
     @property
     def runs_started(self) -> int:
-        """How many Runs ``start_run`` has started in this process (a start reads its Thread's bindings
+        """How many times ``start_run`` was called in this process (a start reads its Thread's bindings
         again under the Thread's lock only when this has changed since it first read them)."""
         return self._runs_started
 
