@@ -447,6 +447,7 @@ def test_a_start_reads_its_threads_bindings_once_unless_a_run_was_started_meanwh
         return runs_of(self, thread_id)
 
     monkeypatch.setattr(SqliteRunBindings, "runs_of", counted_runs_of)
+    first_starting = asyncio.Event()
     second_asked = asyncio.Event()
 
     async def authorize(context: RequestContext) -> bool:
@@ -457,6 +458,7 @@ def test_a_start_reads_its_threads_bindings_once_unless_a_run_was_started_meanwh
     class Holding(Naming):
         async def start(self, run_input: RunAgentInput, **kwargs: Any) -> CallableRun:
             if run_input.run_id == "r-2":  # r-3's bindings are read before this Run is bound
+                first_starting.set()
                 await second_asked.wait()
             return await super().start(run_input, **kwargs)
 
@@ -467,10 +469,12 @@ def test_a_start_reads_its_threads_bindings_once_unless_a_run_was_started_meanwh
         async with serving(server) as base, httpx.AsyncClient(timeout=30) as client:
             alone = (await client.post(f"{base}/runs", json=body("t-1", "r-1"))).status_code
             reads_alone = len(reads)
-            both = await asyncio.gather(client.post(f"{base}/runs", json=body("t-2", "r-2")),
-                                        client.post(f"{base}/runs", json=body("t-2", "r-3")))
+            # r-3 is sent once r-2 holds its Thread's lock: two requests sent together may arrive in either order
+            first = asyncio.ensure_future(client.post(f"{base}/runs", json=body("t-2", "r-2")))
+            await asyncio.wait_for(first_starting.wait(), 30)
+            second = await client.post(f"{base}/runs", json=body("t-2", "r-3"))
             assert reads_alone == 1  # one read for a start on its own
-            return [alone, *(r.status_code for r in both)]
+            return [alone, (await first).status_code, second.status_code]
 
     assert run(scenario()) == [200, 200, 200]
     told = {context.run_id: context for context in runner.contexts if context is not None}
