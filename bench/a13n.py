@@ -45,6 +45,7 @@ import attrs
 
 import harness_agui
 from harness_agui import HarnessAguiObserver, a13n
+from harness_agui.a13n import _adapter
 from harness_agui.core._fast_source import builder
 from harness_agui.core.source import (
     ExtensionEvent,
@@ -94,7 +95,7 @@ def adapter_at(revision: str) -> Any:
 
 def from_a13n_building_with(construct: Callable[[type], Any]) -> Callable[[Any], Any]:
     """from_a13n with the same converters, each calling ``construct(cls)`` to build its value."""
-    items = a13n._converter_set(construct).items
+    items = _adapter._converter_set(construct).items
 
     def convert(item: Any) -> Any:
         return items[type(item)](item)

@@ -168,7 +168,7 @@ def classify(command: str) -> str:
         return RUN
     if head in ("cp", "cat"):
         return RUN
-    if head == ".venv/bin/python" and words[1] == "-m" and words[2].startswith("bench."):
+    if head in (".venv/bin/python", ".venv-a13n/bin/python") and words[1] == "-m" and words[2].startswith("bench."):
         module = ROOT / (words[2].replace(".", "/") + ".py")
         assert module.exists(), f"no module {words[2]}: {command}"
         source = module.read_text(encoding="utf-8")

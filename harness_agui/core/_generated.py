@@ -8,6 +8,10 @@
 # through a generated function shows its lines as it shows any module's, and
 # ``inspect.getsource`` finds them. The texts are made from the library's own
 # declarations alone, never from input.
+#
+# Each generator stays only while it pays: ``bench/generated.py`` times every
+# family against a plain loop over the same declarations (equal output first)
+# and writes ``bench/results/generated.md``.
 
 from __future__ import annotations
 
