@@ -12,7 +12,7 @@
 #   - the same converters calling core._fast_source's builders instead, and
 #     calling the public constructors (``cls(*fields)``), to show what the
 #     private path saves (it stays only while this pays);
-#   - with ``--before REV``: from_a13n of harness_agui/a13n.py as it was at
+#   - with ``--before REV``: from_a13n of the a13n adapter as it was at
 #     the git revision REV, loaded beside this one (it runs on this release's
 #     source model, which keeps the same classes);
 #   - the wire line of each item (``encode``: what the journal stores), and
@@ -79,17 +79,24 @@ def native_run(size: int, seed: int = DEFAULT_SEED) -> list[Any]:
 
 
 def adapter_at(revision: str) -> Any:
-    """harness_agui/a13n.py as it was at ``revision``, loaded as a module of
-    this package under another name."""
-    text = subprocess.run(["git", "-C", str(ROOT), "show", f"{revision}:harness_agui/a13n.py"], check=True,
-                          capture_output=True, text=True).stdout
-    name = f"harness_agui._a13n_at_{revision.replace('-', '_').replace('/', '_')}"
+    """The a13n adapter as it was at ``revision`` (``harness_agui/a13n.py``
+    before it became a package, ``harness_agui/a13n/_adapter.py`` since),
+    loaded as a module of this package under another name."""
+    packages = {"harness_agui/a13n/_adapter.py": "harness_agui.a13n", "harness_agui/a13n.py": "harness_agui"}
+    for path in packages:
+        shown = subprocess.run(["git", "-C", str(ROOT), "show", f"{revision}:{path}"], capture_output=True, text=True)
+        if shown.returncode == 0:
+            break
+    else:
+        raise SystemExit(f"--before {revision}: no a13n adapter at that revision: {shown.stderr.strip()}")
+    package = packages[path]
+    name = f"{package}._a13n_at_{revision.replace('-', '_').replace('/', '_')}"
     spec = importlib.util.spec_from_loader(name, loader=None)
     assert spec is not None
     module = importlib.util.module_from_spec(spec)
-    module.__package__ = "harness_agui"
+    module.__package__ = package
     sys.modules[name] = module
-    exec(compile(text, f"{revision}:harness_agui/a13n.py", "exec"), module.__dict__)  # noqa: S102
+    exec(compile(shown.stdout, f"{revision}:{path}", "exec"), module.__dict__)  # noqa: S102
     return module
 
 
