@@ -14,11 +14,12 @@
 #   live       the Harness stream (the runner's items for a new Run, the
 #              ``reattach`` stream after a restart or a takeover) is read by
 #              an ingest task into a bounded queue; the driver takes what is
-#              queued, checks each item once against its in-memory stream
-#              cursor (``core.history.advance_stream``), projects it
-#              (``observe_encoded``), and hands the journal rows and the
-#              event rows of the whole lot to the database's writer as one
-#              ``StreamWrite`` (``host.batch``: group commit). Once that is
+#              queued, projects each item (``observe_encoded``, whose
+#              reducer checks its order: the one check of an item here),
+#              reads where the stream stands from the projection's state,
+#              and hands the journal rows and the event rows of the whole
+#              lot to the database's writer as one ``StreamWrite``
+#              (``host.batch``: group commit). Once that is
 #              committed, the events go to the Run's followers in memory
 #              (``host.feed``). An item the process holds is never read back
 #              from the database, and never decoded again.
@@ -50,7 +51,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterable, Callable, Sequence
+from collections.abc import AsyncIterable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -76,6 +77,7 @@ from .runner import StartedRun
 from .writes import Head, Journaled, Recorded, StreamWrite
 
 if TYPE_CHECKING:
+    from ..core.state import ProjectionState
     from .postgres.lease import Lease
 
 __all__ = ["RunDriver", "DrivenRun", "close_stream", "project_run"]
@@ -116,7 +118,8 @@ class DrivenRun:
     lease: Lease | None = None
     publish: Callable[[tuple[Delivery, ...]], object] | None = None  # told of each commit (a Worker's)
     observer: HarnessAguiObserver | None = None
-    cursor: StreamCursor = attrs.field(factory=StreamCursor)  # the stream after the last recorded item
+    cursor: StreamCursor = attrs.field(factory=StreamCursor)  # the stream after the last recorded item (the
+    # journal's at resume, then read from the projection's state at each commit: no order rule of the driver's)
     journal_end: int | None = None  # the journal's last position
     delivered: tuple[int, int] | None = None  # the stored (cursor, last event id); None: no delivery row
     last_event_id: int = 0
@@ -400,12 +403,18 @@ class RunDriver:
             run.publish(delivered)
 
     def _prepare(self, run: DrivenRun, items: list[HarnessStreamEvent], *, journaled: bool) -> _Plan:
-        # One check per item (its order, against the in-memory stream cursor), its projection, and the
-        # rows that commit both; stops at an item to compare with the journal (a resend) or at a failure.
+        # Each item's projection and the rows that commit it; stops at an item to compare with the journal
+        # (a resend) or at a failure. The projection checks the item's order (the reducer's ``advance``:
+        # one check per item), and where the stream stands is read from its state (``_stream_at``). The
+        # stream cursor is asked only what the projection cannot answer: of an item it refused, whether the
+        # stream's order refuses it (the Harness's fault, or a resend) or the projection's own rules; and,
+        # until the projection has bound the root Run (it binds whatever comes first) or under an order
+        # policy looser than the stores' strict one, the item's order itself.
         root = run.run_id
         observer = run.observer
         assert observer is not None
-        cursor = run.cursor
+        strict = observer.options.order == "strict"
+        at = run.cursor.next_position  # the position of the item at hand
         last_id = run.last_event_id
         rows: list[Journaled] = []
         heads: dict[str, Head] = {}
@@ -419,47 +428,59 @@ class RunDriver:
                 failure = ("harness_agui.source_refused", f"{run.named}: the Harness yielded a "
                                                           f"{type(item).__name__}, not a source item")
                 break
+            before = observer.state
+            refused: Exception | None = None
             try:
-                after = advance_stream(cursor, item)
-            except HistoryError as e:
-                if not journaled and isinstance(e, (SequenceOrderError, AfterTerminalError)) and _resent(cursor, item):
-                    resent = item
-                else:
-                    code = "harness_agui.projection_failed" if journaled else "harness_agui.source_refused"
-                    failure = (code, f"run {root!r}: the Harness item at sequence {item.sequence} is out of order: "
-                                     f"{type(e).__name__}: {e}")
-                break
-            position = after.next_position - 1
+                if not strict or not before.root.history.started:
+                    advance_stream(_stream_at(run.cursor, before, children, at), item)
+                encoded = observer.observe_encoded(item)
+            except Exception as e:
+                refused, encoded = e, ()
+            if refused is None:
+                now = observer.state
+                top = now.root.history
+                own = top if item.run_id == root else now.subagents[item.run_id].run.history
+            else:  # refused by the stream's order, or by the projection (then the journal keeps the item)?
+                cursor = _stream_at(run.cursor, before, children, at)
+                try:
+                    after = advance_stream(cursor, item)
+                except HistoryError as e:
+                    if not journaled and isinstance(e, (SequenceOrderError, AfterTerminalError)) \
+                            and _resent(cursor, item):
+                        resent = item
+                    else:
+                        code = "harness_agui.projection_failed" if journaled else "harness_agui.source_refused"
+                        failure = (code, f"run {root!r}: the Harness item at sequence {item.sequence} is out of "
+                                         f"order: {type(e).__name__}: {e}")
+                    break
+                top, kid = after.root, after.cursor_of(item.run_id)
+                assert kid is not None
+                own = kid
             if not journaled:
-                own = after.cursor_of(item.run_id)
-                assert own is not None
                 # A result's line is written by the store, in its worker thread: its state may hold a long
                 # Thread's whole history (a13n-harness), too much to encode on the event loop.
                 line = None if type(item) is HarnessRunResultEvent else encode(item)
-                rows.append(Journaled(position, item.run_id, item.sequence, item.thread_id, own.finished, line, item))
-                heads[item.run_id] = Head(item.run_id, item.thread_id, item.sequence, own.finished, position)
+                rows.append(Journaled(at, item.run_id, item.sequence, item.thread_id, own.finished, line, item))
+                heads[item.run_id] = Head(item.run_id, item.thread_id, item.sequence, own.finished, at)
                 if item.run_id != root:
-                    top = after.root
-                    heads[root] = Head(root, str(top.thread_id), top.next_sequence - 1, top.finished, position)
+                    heads[root] = Head(root, str(top.thread_id), top.next_sequence - 1, top.finished, at)
             taken += 1
-            try:
-                encoded = observer.observe_encoded(item)
-            except Exception as e:
+            if refused is not None:
                 failure = ("harness_agui.projection_failed",
                            f"the projection of run {root!r} failed at the source item at sequence {item.sequence}: "
-                           f"{type(e).__name__}: {e}")
+                           f"{type(refused).__name__}: {refused}")
                 break
             for kind, data in encoded:
                 last_id += 1
-                events.append(Recorded(last_id, position, kind, data))
+                events.append(Recorded(last_id, at, kind, data))
             if item.run_id != root:
-                kid = after.children[item.run_id]
-                children[item.run_id] = Head(item.run_id, item.thread_id, item.sequence, kid.finished)
-            cursor = after
-            if after.finished:
+                children[item.run_id] = Head(item.run_id, item.thread_id, item.sequence, own.finished)
+            at += 1
+            if top.finished:
                 break
-        if not rows and cursor is run.cursor and failure is None:
-            return _Plan(None, cursor, taken, resent, False)
+        if not taken and failure is None:
+            return _Plan(None, run.cursor, taken, resent, False)
+        cursor = run.cursor if at == run.cursor.next_position else _stream_at(run.cursor, observer.state, children, at)
         position = -1 if cursor.last_position is None else cursor.last_position
         if failure is not None:
             code, message = failure
@@ -640,6 +661,18 @@ async def project_run(
                        options=SupervisorOptions(), wait_remote=poll_interval)
     await driver.drive(DrivenRun(run_id, "", observer=observer, publish=publish))
     return observer
+
+
+def _stream_at(start: StreamCursor, state: ProjectionState, touched: Iterable[str], position: int) -> StreamCursor:
+    # The stream cursor at ``position`` read from the projection's state: ``start`` (where the driver took the
+    # stream up) with the cursors of the root and of the child Runs ``touched`` since as the state holds them;
+    # ``start`` itself until the projection has bound the root (``start`` knows the root Run, it does not).
+    root = state.root.history
+    if not root.started:
+        return start
+    subagents = state.subagents
+    children = start.children.update({run_id: subagents[run_id].run.history for run_id in touched})
+    return StreamCursor(root, children, position, start.opened)
 
 
 def _resent(cursor: StreamCursor, item: HarnessStreamEvent) -> bool:
