@@ -9,20 +9,27 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from harness_agui import HarnessStreamEvent
+from harness_agui import HarnessAguiObserver, HarnessStreamEvent
 from harness_agui.core import reduce
+from harness_agui.core.errors import HistoryError
+from harness_agui.core.history import StreamCursor, advance_stream
+from harness_agui.core.source import HarnessEvent, ObservationEvent
 from harness_agui.host import SqliteDeliveryLog, SqliteSourceJournal
 from harness_agui.host import driver as driver_module
 from harness_agui.host.driver import DrivenRun, RunDriver
 from harness_agui.host.options import SupervisorOptions
 from harness_agui.host.stores import stores_of
 from harness_agui.testing import RunWriter
+from harness_agui.testing.delegation import delegating_histories
 
 ROOT, CHILD = "run-root", "run-child"
 
@@ -141,3 +148,60 @@ def test_a_harness_that_resends_an_item_it_sent_goes_on(tmp_path: Path) -> None:
     run, events, last = drive(tmp_path, items)
     assert run.ended and not run.failed and events[-1]["type"] == "RUN_FINISHED"
     assert last == len(root_items) + len(child_items) + len(rest) - 1
+
+
+# -- what the driver relies on: the projection never takes an item the stream's order refuses --------
+
+DAMAGES = ("none", "drop", "repeat", "swap", "move", "thread", "run", "sequence", "late")
+
+
+def damaged(data: st.DataObject, items: list[HarnessStreamEvent], damage: str) -> list[HarnessStreamEvent]:
+    out = list(items)
+    i, j = (data.draw(st.integers(0, len(out) - 1), label=name) for name in ("i", "j"))
+    runs = sorted({item.run_id for item in out}) + ["run-stranger"]
+    if damage == "drop" and len(out) > 1:
+        del out[i]
+    elif damage == "repeat":  # sent again later, not identical
+        out.insert(j, attrs.evolve(out[i], occurred_at=out[i].occurred_at + timedelta(microseconds=1)))
+    elif damage == "swap":
+        out[i], out[j] = out[j], out[i]
+    elif damage == "move":
+        out.insert(j, out.pop(i))
+    elif damage == "thread":
+        out[i] = attrs.evolve(out[i], thread_id=out[i].thread_id + "-other")
+    elif damage == "run":
+        out[i] = attrs.evolve(out[i], run_id=data.draw(st.sampled_from(runs), label="run"))
+    elif damage == "sequence":
+        out[i] = attrs.evolve(out[i], sequence=data.draw(st.integers(0, 40), label="sequence"))
+    elif damage == "late":
+        last = out[-1]
+        out.append(HarnessEvent(thread_id=last.thread_id, run_id=data.draw(st.sampled_from(runs), label="run"),
+                                sequence=data.draw(st.integers(0, 40), label="sequence"),
+                                occurred_at=last.occurred_at, event=ObservationEvent(name="late")))
+    return out
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data(), damage=st.sampled_from(DAMAGES), complete=st.sampled_from([True, False, None]))
+def test_the_projection_never_takes_an_item_the_streams_order_refuses_and_holds_the_same_cursors(
+        data: st.DataObject, damage: str, complete: bool | None) -> None:
+    # The driver journals what the projection took without a check of its own (past a stream's first item):
+    # on any delegating stream, damaged or not, an item the projection takes is one the stream cursor takes,
+    # and the cursors the driver reads from the projection's state are the stream cursor's.
+    items = damaged(data, data.draw(delegating_histories(complete).filter(bool), label="history"), damage)
+    observer = HarnessAguiObserver()
+    cursor = StreamCursor.of(items[0].run_id)
+    for item in items:
+        try:
+            after: StreamCursor | None = advance_stream(cursor, item)
+        except HistoryError:
+            after = None
+        try:
+            observer.observe(item)
+        except Exception:
+            return  # refused: the driver asks the stream cursor which fault it is
+        assert after is not None, f"the projection took {item!r}, which the stream's order refuses"
+        cursor = after
+        state = observer.state
+        assert state.root.history == cursor.root
+        assert {run_id: state.subagents[run_id].run.history for run_id in cursor.children} == dict(cursor.children)
