@@ -24,7 +24,7 @@ from harness_agui.core.errors import HistoryError
 from harness_agui.core.history import StreamCursor, advance_stream
 from harness_agui.core.source import HarnessEvent, ObservationEvent
 from harness_agui.host import SqliteDeliveryLog, SqliteSourceJournal
-from harness_agui.host import driver as driver_module
+from harness_agui.host import plan as plan_module
 from harness_agui.host.driver import DrivenRun, RunDriver
 from harness_agui.host.options import SupervisorOptions
 from harness_agui.host.stores import stores_of
@@ -99,7 +99,7 @@ def test_a_served_item_has_its_order_checked_once(tmp_path: Path, monkeypatch: p
     counts: dict[str, int] = {}
     _counting(monkeypatch, reduce, "advance_history", counts)  # the root's items, in the reducer
     _counting(monkeypatch, reduce, "advance_in_stream", counts)  # a child's items, in the reducer
-    _counting(monkeypatch, driver_module, "advance_stream", counts)  # the stream cursor, in the driver
+    _counting(monkeypatch, plan_module, "advance_stream", counts)  # the stream cursor, in the driver's plan
     run, events, last = drive(tmp_path, items)
     assert run.ended and not run.failed and events[-1]["type"] == "RUN_FINISHED"
     assert last == len(items) - 1

@@ -394,7 +394,8 @@ def test_only_the_supervisors_modules_start_or_drive_a_run() -> None:
     # driving of what it started (``start_run``) are called in host.starts only, a driver made in
     # host.supervisor, the PostgreSQL Worker (its Runs without a ``drive``) and ``project_run`` (the
     # driver's record-by-record mode, for a journal and a delivery log that need not share a database)
-    # only, and a Run's items projected and its RUN_ERROR made in host.driver only.
+    # only, and a Run's items projected and its RUN_ERROR made in host.driver and its pure half, host.plan,
+    # only.
     import ast
 
     import harness_agui
@@ -412,5 +413,5 @@ def test_only_the_supervisors_modules_start_or_drive_a_run() -> None:
                 callers.setdefault(name, set()).add(path.relative_to(package).as_posix())
     assert callers == {"start": {"host/starts.py"}, "start_run": {"host/starts.py"},
                        "RunDriver": {"host/supervisor.py", "host/postgres/worker.py", "host/driver.py"},
-                       "RunErrorEvent": {"host/driver.py"},
-                       "observe_encoded": {"host/driver.py"}}
+                       "RunErrorEvent": {"host/plan.py"},
+                       "observe_encoded": {"host/driver.py", "host/plan.py"}}

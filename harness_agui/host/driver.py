@@ -19,7 +19,8 @@
 #              reads where the stream stands from the projection's state,
 #              and hands the journal rows and the event rows of the whole
 #              lot to the database's writer as one ``StreamWrite``
-#              (``host.batch``: group commit). Once that is
+#              (made by ``host.plan``, the pure half of driving;
+#              ``host.batch``: group commit). Once that is
 #              committed, the events go to the Run's followers in memory
 #              (``host.feed``). An item the process holds is never read back
 #              from the database, and never decoded again.
@@ -50,20 +51,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import AsyncIterable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from ag_ui.core import RunErrorEvent
 
-from ..core.errors import AfterTerminalError, HistoryError, SequenceOrderError
-from ..core.history import StreamCursor, advance_stream
+from ..core.errors import HistoryError
+from ..core.history import StreamCursor
 from ..core.observer import HarnessAguiObserver
 from ..core.reduce import Processor
-from ..core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
-from ..wire.agui import agui_to_json
-from ..wire.codec import encode
+from ..core.source import HarnessStreamEvent
 from .batch import BatchWriter
 from .bindings import WireRun
 from .checks import Cursor
@@ -71,13 +68,13 @@ from .delivery import Delivery
 from .errors import ProjectorConflictError, StorageError
 from .feed import RunFeed
 from .options import SupervisorOptions
+from .plan import Plan, prepare, run_error
 from .projector import rebuild
 from .protocols import CheckpointStore, DeliveryLog, SourceJournal, Stores
 from .runner import StartedRun
-from .writes import Head, Journaled, Recorded, StreamWrite
+from .writes import Recorded, StreamWrite
 
 if TYPE_CHECKING:
-    from ..core.state import ProjectionState
     from .postgres.lease import Lease
 
 __all__ = ["RunDriver", "DrivenRun", "close_stream", "project_run"]
@@ -93,9 +90,6 @@ class _End:
     error: BaseException | None = None
     cancelled: bool = False
     items: int = 0
-
-
-_SOURCE_ITEMS = (HarnessEvent, HarnessRunResultEvent)
 
 
 @attrs.define(eq=False)
@@ -369,7 +363,7 @@ class RunDriver:
             return run.ended
         while items:
             await self._hold_for_catch_up(run)
-            plan = self._prepare(run, items, journaled=journaled)
+            plan = prepare(run, items, journaled=journaled)
             if plan.write is not None:
                 await self._commit(run, plan)
             if run.ended:
@@ -402,102 +396,7 @@ class RunDriver:
         if run.publish is not None:
             run.publish(delivered)
 
-    def _prepare(self, run: DrivenRun, items: list[HarnessStreamEvent], *, journaled: bool) -> _Plan:
-        # Each item's projection and the rows that commit it; stops at an item to compare with the journal
-        # (a resend) or at a failure. The projection checks the item's order (the reducer's ``advance``:
-        # one check per item), and where the stream stands is read from its state (``_stream_at``). The
-        # stream cursor is asked only what the projection cannot answer: of an item it refused, whether the
-        # stream's order refuses it (the Harness's fault, or a resend) or the projection's own rules; and,
-        # until the projection has bound the root Run (it binds whatever comes first) or under an order
-        # policy looser than the stores' strict one, the item's order itself.
-        root = run.run_id
-        observer = run.observer
-        assert observer is not None
-        strict = observer.options.order == "strict"
-        at = run.cursor.next_position  # the position of the item at hand
-        last_id = run.last_event_id
-        rows: list[Journaled] = []
-        heads: dict[str, Head] = {}
-        events: list[Recorded] = []
-        children: dict[str, Head] = {}
-        failure: tuple[str, str] | None = None
-        resent: HarnessStreamEvent | None = None
-        taken = 0
-        for item in items:
-            if type(item) not in _SOURCE_ITEMS:  # the Harness's fault, not the database's
-                failure = ("harness_agui.source_refused", f"{run.named}: the Harness yielded a "
-                                                          f"{type(item).__name__}, not a source item")
-                break
-            before = observer.state
-            refused: Exception | None = None
-            try:
-                if not strict or not before.root.history.started:
-                    advance_stream(_stream_at(run.cursor, before, children, at), item)
-                encoded = observer.observe_encoded(item)
-            except Exception as e:
-                refused, encoded = e, ()
-            if refused is None:
-                now = observer.state
-                top = now.root.history
-                own = top if item.run_id == root else now.subagents[item.run_id].run.history
-            else:  # refused by the stream's order, or by the projection (then the journal keeps the item)?
-                cursor = _stream_at(run.cursor, before, children, at)
-                try:
-                    after = advance_stream(cursor, item)
-                except HistoryError as e:
-                    if not journaled and isinstance(e, (SequenceOrderError, AfterTerminalError)) \
-                            and _resent(cursor, item):
-                        resent = item
-                    else:
-                        code = "harness_agui.projection_failed" if journaled else "harness_agui.source_refused"
-                        failure = (code, f"run {root!r}: the Harness item at sequence {item.sequence} is out of "
-                                         f"order: {type(e).__name__}: {e}")
-                    break
-                top, kid = after.root, after.cursor_of(item.run_id)
-                assert kid is not None
-                own = kid
-            if not journaled:
-                # A result's line is written by the store, in its worker thread: its state may hold a long
-                # Thread's whole history (a13n-harness), too much to encode on the event loop.
-                line = None if type(item) is HarnessRunResultEvent else encode(item)
-                rows.append(Journaled(at, item.run_id, item.sequence, item.thread_id, own.finished, line, item))
-                heads[item.run_id] = Head(item.run_id, item.thread_id, item.sequence, own.finished, at)
-                if item.run_id != root:
-                    heads[root] = Head(root, str(top.thread_id), top.next_sequence - 1, top.finished, at)
-            taken += 1
-            if refused is not None:
-                failure = ("harness_agui.projection_failed",
-                           f"the projection of run {root!r} failed at the source item at sequence {item.sequence}: "
-                           f"{type(refused).__name__}: {refused}")
-                break
-            for kind, data in encoded:
-                last_id += 1
-                events.append(Recorded(last_id, at, kind, data))
-            if item.run_id != root:
-                children[item.run_id] = Head(item.run_id, item.thread_id, item.sequence, own.finished)
-            at += 1
-            if top.finished:
-                break
-        if not taken and failure is None:
-            return _Plan(None, run.cursor, taken, resent, False)
-        cursor = run.cursor if at == run.cursor.next_position else _stream_at(run.cursor, observer.state, children, at)
-        position = -1 if cursor.last_position is None else cursor.last_position
-        if failure is not None:
-            code, message = failure
-            log.error("run %r ended with RUN_ERROR %s: %s", root, code, message)
-            last_id += 1
-            events.append(Recorded(last_id, position, "RUN_ERROR", _run_error(code, message)))
-        top = cursor.root
-        write = StreamWrite(
-            root_run_id=root, thread_id=run.thread_id,
-            journal_last=run.journal_end, items=tuple(rows), heads=tuple(heads.values()),
-            records=True, delivered=run.delivered, events=tuple(events), cursor=position, last_event_id=last_id,
-            finished=cursor.finished or failure is not None,
-            root_last_sequence=top.next_sequence - 1 if top.started else -1, children=tuple(children.values()),
-            lease=run.lease)
-        return _Plan(write, cursor, taken, resent, write.finished)
-
-    async def _commit(self, run: DrivenRun, plan: _Plan) -> None:
+    async def _commit(self, run: DrivenRun, plan: Plan) -> None:
         write = plan.write
         assert write is not None
         try:
@@ -527,7 +426,7 @@ class RunDriver:
             return
         log.error("run %r ended with RUN_ERROR %s: %s", run.run_id, code, message)
         position = -1 if run.delivered is None else run.delivered[0]
-        event = Recorded(run.last_event_id + 1, position, "RUN_ERROR", _run_error(code, message))
+        event = Recorded(run.last_event_id + 1, position, "RUN_ERROR", run_error(code, message))
         top = run.cursor.root
         write = StreamWrite(root_run_id=run.run_id, thread_id=run.thread_id, records=True, delivered=run.delivered,
                             events=(event,), cursor=position, last_event_id=event.event_id, finished=True,
@@ -585,19 +484,6 @@ class RunDriver:
         catching = run.catching
         if catching is not None and not catching.done():
             await asyncio.wait({catching})
-
-
-@attrs.frozen
-class _Plan:
-    """What ``_prepare`` made of a run of items: the write (None: nothing to commit), the stream cursor
-    after the items it projected, how many items it took, an item to compare with the journal before
-    going on, and whether the write ends the Run."""
-
-    write: StreamWrite | None
-    cursor: StreamCursor
-    taken: int
-    resent: HarnessStreamEvent | None
-    ends: bool
 
 
 async def project_run(
@@ -663,24 +549,6 @@ async def project_run(
     return observer
 
 
-def _stream_at(start: StreamCursor, state: ProjectionState, touched: Iterable[str], position: int) -> StreamCursor:
-    # The stream cursor at ``position`` read from the projection's state: ``start`` (where the driver took the
-    # stream up) with the cursors of the root and of the child Runs ``touched`` since as the state holds them;
-    # ``start`` itself until the projection has bound the root (``start`` knows the root Run, it does not).
-    root = state.root.history
-    if not root.started:
-        return start
-    subagents = state.subagents
-    children = start.children.update({run_id: subagents[run_id].run.history for run_id in touched})
-    return StreamCursor(root, children, position, start.opened)
-
-
-def _resent(cursor: StreamCursor, item: HarnessStreamEvent) -> bool:
-    # An item at a sequence its Run has already passed: perhaps the stored item sent again.
-    own = cursor.cursor_of(item.run_id)
-    return own is not None and item.sequence < own.next_sequence
-
-
 def _publish(run: DrivenRun, events: Sequence[Recorded], finished: bool) -> None:
     # Committed events go to the Run's followers here, and to its ``publish`` (a Worker's) as deliveries.
     if run.feed is not None:
@@ -692,10 +560,6 @@ def _publish(run: DrivenRun, events: Sequence[Recorded], finished: bool) -> None
 def _reset_feed(run: DrivenRun, last_event_id: int, *, finished: bool = False) -> None:
     if run.feed is not None:
         run.feed.reset(last_event_id, finished=finished)
-
-
-def _run_error(code: str, message: str) -> str:
-    return agui_to_json(RunErrorEvent(message=message, code=code, timestamp=int(time.time() * 1000)))
 
 
 async def _ingest(source: AsyncIterable[HarnessStreamEvent], queue: asyncio.Queue[HarnessStreamEvent | _End],
