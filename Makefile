@@ -21,7 +21,7 @@ PY := $(VENV)/bin/python
 A13N_VENV ?= .venv-a13n
 A13N_PY := $(A13N_VENV)/bin/python
 
-.PHONY: demo test docs test-a13n test-a13n-020 test-a13n-05 test-upstream-05 test-a13n-service test-upstream test-harness-ui bench lint clean
+.PHONY: demo test screenshots docs test-a13n test-a13n-020 test-a13n-05 test-upstream-05 test-a13n-service test-upstream test-harness-ui bench lint clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,12 @@ demo: $(VENV)/.demo-installed
 test: $(VENV)/.installed
 	tools/ensure_chromium
 	$(PY) -m pytest -n auto
+
+# The run inspector's screenshots and long-Run figures in docs/inspector/, taken anew (a plain test run leaves
+# docs/ as it is).
+screenshots: $(VENV)/.installed
+	tools/ensure_chromium
+	HARNESS_AGUI_WRITE_SCREENSHOTS=1 $(PY) -m pytest tests/test_inspect_browser.py
 
 # The site is built in .venv (the dev extra has what the API reference's modules import) with the docs extra;
 # --strict fails on a broken link, a missing page or a name mkdocstrings cannot find.

@@ -2,8 +2,9 @@
 driven by Playwright for Python, on a database filled through the Host kit (tests/inspect_fill.py).
 
 Nothing here is skipped: without Playwright or chromium (``make test`` installs both: the dev extra and
-tools/ensure_chromium) these tests fail saying what is missing. Each page's screenshot is written to
-docs/inspector/ at the end of the test that shows it (docs/inspector.md links them).
+tools/ensure_chromium) these tests fail saying what is missing. Each page is shot at the end of the test that
+shows it; ``make screenshots`` writes the shots and the long Run's figures to docs/inspector/ (docs/inspector.md
+links them), a plain test run to a temporary folder it removes.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -32,7 +34,21 @@ from harness_agui.wire.codec import encode
 sys.path.insert(0, str(Path(__file__).parent))
 from inspect_fill import HOSTILE, fill, in_thread, long_run, sample_runs  # noqa: E402
 
-SHOTS = Path(__file__).resolve().parent.parent / "docs" / "inspector"
+# The screenshots and the first-paint figures of the docs (docs/inspector/) are written there only when asked
+# (``make screenshots``), so that a test run leaves the work tree as it found it; otherwise they go to a
+# temporary folder, and every page is shot all the same (a page that cannot be shot fails the test).
+DOCS_SHOTS = Path(__file__).resolve().parent.parent / "docs" / "inspector"
+SHOTS = DOCS_SHOTS if os.environ.get("HARNESS_AGUI_WRITE_SCREENSHOTS") == "1" else \
+    Path(tempfile.gettempdir()) / f"harness-agui-inspector-{os.getpid()}"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _shots_folder() -> Iterator[None]:
+    yield
+    if SHOTS != DOCS_SHOTS:
+        shutil.rmtree(SHOTS, ignore_errors=True)
+
+
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
