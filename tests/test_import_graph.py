@@ -17,11 +17,15 @@ wire; inspect (the run inspector's pages) imports core, wire, host and
 debug; a13n (the a13n-harness adapter and its runner) imports core, wire,
 host and the top-level ``_a13n_release``; compat (a13n-stream-protocol's
 vocabulary over the core) imports core, wire, a13n and ``_a13n_release``,
-never host, debug, testing or inspect. Inside debug the modules are ordered (``text`` < ``pretty`` <
-``views`` < ``replay`` < ``notebook`` < the package) and import only to
-their left. The top-level package, ``cli``, ``demo`` and ``__main__`` are
-the shell over all of them and may import any layer, but take part in the
-cycle check like everything else.
+never host, debug, testing or inspect; serve (the HTTP layer) imports core,
+wire, host, a13n (an agent's runner, the demo agent), inspect (mounted with
+``inspector=True``) and testing (the simulated Harness of ``demo_harness``),
+never debug, compat or the command line; cli (the command line) is the top
+of the tree and may import any layer. Inside debug the modules are ordered
+(``text`` < ``pretty`` < ``views`` < ``replay`` < ``notebook`` < the
+package) and import only to their left. The top-level package, ``demo``,
+``source`` and ``__main__`` are the shell over all of them and may import
+any layer, but take part in the cycle check like everything else.
 """
 
 from __future__ import annotations
@@ -48,6 +52,9 @@ ALLOWED = {
     "inspect": {"core", "wire", "host", "debug", "inspect"},
     "a13n": {"core", "wire", "host", "_a13n_release", "a13n"},
     "compat": {"core", "wire", "a13n", "_a13n_release", "compat"},
+    "serve": {"core", "wire", "host", "a13n", "inspect", "testing", "serve"},
+    "cli": {"core", "wire", "host", "debug", "testing", "inspect", "a13n", "compat", "serve", "demo", "source", "",
+            "cli"},
 }
 DEBUG_ORDER = ["text", "pretty", "views", "replay", "notebook", ""]
 
@@ -180,7 +187,7 @@ def test_the_cycle_check_finds_a_cycle_through_a_function_level_import() -> None
 
 # Dynamic imports of a module the user names, never one of the package's: ``harness-agui serve MODULE:ATTR``
 # imports the user's module (the Host's agent), so its target is not known to the source.
-USER_NAMED = {"harness_agui.cli:importlib.import_module(module_name)"}
+USER_NAMED = {"harness_agui.serve._launch:importlib.import_module(module_name)"}
 
 
 def test_every_dynamic_import_in_the_package_names_its_module() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from .protocols import CheckpointStore, DeliveryLog, SourceJournal, Stores
 
-__all__ = ["open_stores", "is_postgres_url", "SourceJournal", "DeliveryLog", "CheckpointStore", "Stores",
+__all__ = ["open_stores", "is_postgres_url", "redacted", "SourceJournal", "DeliveryLog", "CheckpointStore", "Stores",
            "stores_of"]
 
 _SQLITE_ONLY = ("synchronous", "poll_interval")
@@ -25,6 +25,19 @@ _POSTGRES_ONLY = ("pool_size", "recheck")
 def is_postgres_url(target: object) -> bool:
     """Whether ``target`` is a ``postgresql://`` (or ``postgres://``) URL rather than a file path."""
     return isinstance(target, str) and target.startswith(("postgresql://", "postgres://"))
+
+
+def redacted(target: str) -> str:
+    """``target`` as a message names it: a PostgreSQL URL without its password (``user:***@host``), anything
+    else as it is."""
+    if is_postgres_url(target):
+        from urllib.parse import urlsplit, urlunsplit
+
+        parts = urlsplit(target)
+        if parts.password is not None:
+            netloc = parts.netloc.rsplit("@", 1)[1]
+            return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{netloc}"))
+    return target
 
 
 def open_stores(target: str | os.PathLike[str], **options: Any) -> tuple[Any, Any]:

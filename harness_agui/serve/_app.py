@@ -63,87 +63,41 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import inspect
 import json
 import logging
 import os
 import urllib.parse
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
-
-try:
-    from starlette.applications import Starlette
-    from starlette.datastructures import Headers
-    from starlette.middleware import Middleware
-    from starlette.middleware.cors import CORSMiddleware
-    from starlette.requests import Request
-    from starlette.responses import JSONResponse, Response, StreamingResponse
-    from starlette.routing import Match, Mount, Route
-    from starlette.types import Scope
-except ImportError as e:  # pragma: no cover - depends on the installation
-    raise ImportError("harness_agui.serve needs Starlette: pip install 'harness-agui[serve]'") from e
 
 import attrs
 from ag_ui.core import RunAgentInput
 from pydantic import ValidationError
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
 
-from .core.reduce import Processor
-from .core.source import HarnessStreamEvent
-from .core.state import MAX_EVENT_BYTES
-from .host.batch import GroupCommit
-from .host.bindings import WireRun
-from .host.checks import Cursor
-from .host.delivery import parse_last_event_id
-from .host.errors import FollowerLimitError, StorageError, UnknownEventIdError
-from .host.options import catch_up, count, seconds
-from .host.protocols import DeliveryLog, SourceJournal
-from .host.runner import (
-    CallableRunner,
-    RequestContext,
-    Runner,
-    RunnerCallable,
-    RunRefused,
-    StartedRun,
-    as_runner,
-)
-from .host.stores import open_stores, stores_of
-from .host.supervisor import FAILURE_CODES, Reattach, RunSupervisor, SupervisorOptions
-from .wire.agui import sse_retry
-from .wire.held import HeldByClient
-from .wire.notices import CustomFilter
+from ..core.reduce import Processor
+from ..host.bindings import WireRun
+from ..host.delivery import parse_last_event_id
+from ..host.errors import FollowerLimitError, StorageError, UnknownEventIdError
+from ..host.protocols import DeliveryLog, SourceJournal
+from ..host.runner import RequestContext, Runner, RunnerCallable, RunRefused, as_runner
+from ..host.stores import open_stores, stores_of
+from ..host.supervisor import Reattach, RunSupervisor
+from ..wire.agui import sse_retry
+from ..wire.held import HeldByClient
+from ..wire.notices import CustomFilter
+from ._http import CORS_HEADERS, SSE_HEADERS, _Cors, _EncodedRoute, _error, _refuse, _Refused, check_id
+from ._options import ServerOptions
 
 if TYPE_CHECKING:
-    from .host.postgres import PostgresLeases
-
-__all__ = [
-    "AguiServer",
-    "ServerOptions",
-    "create_app",
-    "Runner",
-    "RunnerCallable",
-    "StartedRun",
-    "CallableRunner",
-    "RequestContext",
-    "RunRefused",
-    "Authorize",
-    "Reattach",
-    "FAILURE_CODES",
-    "GroupCommit",
-    "MAX_ID_LENGTH",
-    "MAX_BODY_BYTES",
-    "demo_harness",
-    "tune_collector",
-]
+    from ..host.postgres import PostgresLeases
 
 log = logging.getLogger("harness_agui.serve")
-
-MAX_ID_LENGTH = 512
-"""The longest ``threadId`` or ``runId`` the server takes, in characters (422 beyond it). 512
-characters of UTF-8 fit every index of both backends."""
-
-MAX_BODY_BYTES = 16 * 1024 * 1024
-"""The default largest request body, in bytes (``max_body_bytes``; 413 beyond it)."""
 
 Authorize = Callable[[RequestContext], "bool | Awaitable[bool]"]
 """The ``authorize`` hook: called with the ``RequestContext`` of every POST, GET and DELETE of a Run
@@ -151,134 +105,8 @@ before anything is started or streamed; the request goes on only when it returns
 gives) True. Anything else is a 403 JSON answer; a ``RunRefused`` it raises is answered as such (a
 401, say)."""
 
-SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-CORS_HEADERS = ("content-type", "accept", "authorization", "last-event-id")
-
 _INLINE_BODY_BYTES = 64 * 1024
 """A request body up to this size is parsed on the event loop; a larger one in a worker thread."""
-
-
-def _error(status: int, error: str, message: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": error, "message": message, **extra}, status_code=status)
-
-
-class _Refused(Exception):
-    def __init__(self, response: JSONResponse) -> None:
-        self.response = response
-
-
-def _refuse(status: int, error: str, message: str, **extra: Any) -> _Refused:
-    return _Refused(_error(status, error, message, **extra))
-
-
-def check_id(name: str, value: str) -> None:
-    """Raise the 422 answer for an id the server does not take: blank, longer than ``MAX_ID_LENGTH``,
-    or not storable on every backend (NUL, a lone surrogate)."""
-    if not value.strip():
-        raise _refuse(422, "invalid_request", f"{name} must not be blank")
-    if len(value) > MAX_ID_LENGTH:
-        raise _refuse(422, "id_too_long", f"{name} is {len(value)} characters long; at most {MAX_ID_LENGTH} are taken")
-    if "\x00" in value:
-        raise _refuse(422, "bad_id", f"{name} holds a NUL character, which a database cannot store")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise _refuse(422, "bad_id", f"{name} holds a lone surrogate: it is not Unicode text") from None
-
-
-class _EncodedRoute(Route):
-    """A route whose path parameters are read from the raw (still percent-encoded) path, each decoded
-    on its own, so that an id holding ``/`` can be named as ``%2F``."""
-
-    def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        raw = scope.get("raw_path") if scope["type"] == "http" else None
-        if not raw:
-            return super().matches(scope)
-        path = raw.split(b"?", 1)[0].decode("latin-1")
-        root = scope.get("root_path", "").rstrip("/")
-        if root:  # a mounted app: drop as many segments as the mount's prefix has
-            segments = path.split("/")
-            path = "/" + "/".join(segments[root.count("/") + 1:])
-        found = self.path_regex.match(path)
-        if found is None:
-            return super().matches(scope)
-        params = dict(scope.get("path_params", {}))
-        params.update({name: urllib.parse.unquote(value) for name, value in found.groupdict().items()})
-        child = {"endpoint": self.endpoint, "path_params": params}
-        if self.methods and scope["method"] not in self.methods:
-            return Match.PARTIAL, child
-        return Match.FULL, child
-
-
-class _Cors(CORSMiddleware):
-    """Starlette's CORS middleware, answering an accepted preflight with 204 and no body."""
-
-    def preflight_response(self, request_headers: Headers) -> Response:
-        response = super().preflight_response(request_headers)
-        if response.status_code != 200:
-            return response
-        headers = {k: v for k, v in response.headers.items() if k not in ("content-length", "content-type")}
-        return Response(status_code=204, headers=headers)
-
-
-def _paths(inst: Any, attribute: attrs.Attribute[Any], path: str) -> None:
-    if "{thread_id}" not in path or "{run_id}" not in path:
-        raise ValueError(f"{attribute.name} must hold {{thread_id}} and {{run_id}}: {path!r}")
-
-
-def _cors_credentials(inst: ServerOptions, attribute: attrs.Attribute[Any], credentials: bool) -> None:
-    if credentials and inst.cors_origins is not None and "*" in inst.cors_origins:
-        raise ValueError('cors_credentials=True needs the origins listed: with cors_origins=["*"] any site '
-                         "could make requests with the user's credentials (the CORS standard forbids it)")
-
-
-def _notices(value: Collection[str] | None) -> tuple[str, ...] | None:
-    if value is None:
-        return None
-    names = value if isinstance(value, (str, bytes)) else tuple(value)
-    CustomFilter(names)  # its TypeError for one string, or a name that is not a str
-    return tuple(names)
-
-
-@attrs.frozen(kw_only=True)
-class ServerOptions:
-    """The plain settings of an ``AguiServer`` (see it for each one's meaning): every keyword it takes
-    but the stores (``database``, ``journal``, ``deliveries``), ``processor``, ``reattach`` and
-    ``authorize``. ValueError for a number out of range, a path without ``{thread_id}`` and
-    ``{run_id}``, or credentials for any origin; ``attrs.evolve`` checks again."""
-
-    synchronous: str = "FULL"
-    runs_path: str = "/runs"
-    events_path: str = attrs.field(default="/threads/{thread_id}/runs/{run_id}/events", validator=_paths)
-    run_path: str = attrs.field(default="/threads/{thread_id}/runs/{run_id}", validator=_paths)
-    health_path: str = "/health"
-    keepalive: float = attrs.field(default=15.0, validator=seconds)
-    retry: float = attrs.field(default=3.0, validator=seconds)
-    poll_interval: float = attrs.field(default=0.05, validator=seconds)
-    recover: bool = True
-    catch_up_after: int | None = attrs.field(default=1000, validator=catch_up)
-    lease_ttl: float = 10.0
-    group_commit: GroupCommit | None = None
-    max_followers: int = attrs.field(default=1000, validator=count)
-    cors_origins: tuple[str, ...] | None = attrs.field(default=None, converter=attrs.converters.optional(tuple))
-    cors_headers: tuple[str, ...] = attrs.field(default=(), converter=tuple)
-    cors_credentials: bool = attrs.field(default=False, validator=_cors_credentials)
-    cancel_on_disconnect: bool = attrs.field(default=False, converter=bool)
-    max_body_bytes: int = attrs.field(default=MAX_BODY_BYTES, validator=count)
-    show_hidden: bool = False
-    max_event_bytes: int | None = MAX_EVENT_BYTES
-    notices: tuple[str, ...] | None = attrs.field(default=None, converter=_notices)
-    inspector: bool = False
-
-    @property
-    def supervisor(self) -> SupervisorOptions:
-        """The options of the server's ``RunSupervisor``."""
-        return SupervisorOptions(
-            group_commit=self.group_commit, scan_interval=max(self.poll_interval, 0.2),
-            poll_interval=self.poll_interval, catch_up_after=self.catch_up_after,
-            max_followers=self.max_followers, keepalive=self.keepalive,
-            observer_options={"show_hidden": self.show_hidden, "max_event_bytes": self.max_event_bytes})
-
 
 _SERVER_OPTIONS = frozenset((*attrs.fields_dict(ServerOptions), "options", "database", "journal", "deliveries",
                              "processor", "reattach", "authorize"))
@@ -398,7 +226,7 @@ class AguiServer:
                              Route(options.health_path, self._health, methods=["GET"])]
         self._close_inspector: Callable[[], None] | None = None
         if options.inspector:  # the run inspector's pages, over read-only stores of the same database
-            from .inspect import open_inspector
+            from ..inspect import open_inspector
 
             target = database if database is not None else getattr(journal, "url", journal.path)
             view, self._close_inspector = open_inspector(
@@ -415,7 +243,7 @@ class AguiServer:
         **server_options)``, where the server's options are the keywords this class takes (``database=``,
         ``authorize=``, ``options=``, ...) and every other keyword is an ``agent.stream()`` option. Raises as both
         constructors do."""
-        from .a13n.runner import A13nRunner
+        from ..a13n.runner import A13nRunner
 
         server_options = {k: v for k, v in options.items() if k in _SERVER_OPTIONS}
         stream_options = {k: v for k, v in options.items() if k not in _SERVER_OPTIONS}
@@ -695,45 +523,3 @@ def create_app(runner: Runner | RunnerCallable, **options: Any) -> Starlette:
     server = AguiServer(runner, **options)
     server.app.state.agui = server
     return server.app
-
-
-def tune_collector(*, young: int = 10_000) -> None:
-    """Set CPython's cyclic garbage collector for a long-running server process: what is alive now (the
-    imported modules, the app) is collected once and then frozen out of every later collection
-    (``gc.freeze()``), and the youngest generation is collected after ``young`` new container objects
-    instead of the interpreter's default (700 on Python 3.11 and 3.12, 2,000 on 3.13); a threshold that is
-    already higher is kept. Reference counting still frees nearly everything at once: only cycles wait
-    longer, and the full collections no longer walk the start-up heap (tens of milliseconds each).
-
-    It changes the whole process, so it is the process owner's call: ``harness-agui serve`` makes it once
-    uvicorn is up (``--no-gc-tuning`` leaves the collector alone), and a Host that embeds the app calls it
-    once, after its imports and before serving. ValueError for a ``young`` that is not an int >= 1."""
-    if isinstance(young, bool) or not isinstance(young, int) or young < 1:
-        raise ValueError(f"young must be an int >= 1, not {young!r}")
-    gc.collect()
-    gc.freeze()
-    first, second, third = gc.get_threshold()
-    gc.set_threshold(max(first, young), second, third)
-
-
-# -- the built-in simulated Harness ------------------------------------------------------------
-
-def demo_harness(*, pace: float = 0.03) -> tuple[RunnerCallable, Reattach]:
-    """A simulated Harness for demonstrations: the Run of ``testing.simulated_run`` under the
-    request's thread and run ids, one item every ``pace`` seconds (about a model's token rate), and
-    the matching ``Reattach`` that continues it after a restart. It answers every request the same way."""
-    from .testing.builder import simulated_run
-
-    async def items(thread_id: str, run_id: str, after: Cursor) -> AsyncIterator[HarnessStreamEvent]:
-        start = 0 if after is None else after + 1
-        for item in simulated_run(thread_id, run_id)[start:]:
-            await asyncio.sleep(pace)
-            yield item
-
-    def runner(run_input: RunAgentInput) -> AsyncIterator[HarnessStreamEvent]:
-        return items(run_input.thread_id, run_input.run_id, None)
-
-    def reattach(thread_id: str, run_id: str, after: Cursor) -> AsyncIterator[HarnessStreamEvent]:
-        return items(thread_id, run_id, after)
-
-    return runner, reattach
