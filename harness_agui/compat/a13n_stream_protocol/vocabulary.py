@@ -82,6 +82,7 @@ from pydantic import JsonValue, TypeAdapter, ValidationError
 from ...a13n import to_a13n
 from ...core import _json
 from ...core import records as ev
+from ...core.custom import correlation
 from ...core.history import HistoryCursor
 from ...core.records import Record
 from ...core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent, ObservationEvent
@@ -139,8 +140,7 @@ def _dump_as(release: Release, value: Any, cls: type | None = None) -> Any:
 
 
 def _value(native: Any, event: Any) -> dict[str, Any]:
-    return {"thread_id": native.thread_id, "run_id": native.run_id, "sequence": native.sequence,
-            "occurred_at": native.occurred_at.isoformat(), "event": event}
+    return {**correlation(native), "event": event}
 
 
 def _custom(ts: int, name: str, native: Any, event: Any) -> Record:
@@ -425,8 +425,7 @@ def terminal(run: RunState, item: HarnessRunResultEvent, ts: int, out: list[Reco
     native = to_a13n(item) if native is None else native
     result = native.result
     usage = usage_json(result.usage)
-    raw: dict[str, Any] = {"thread_id": native.thread_id, "run_id": native.run_id, "sequence": native.sequence,
-                           "occurred_at": native.occurred_at.isoformat(), "status": result.status}
+    raw: dict[str, Any] = {**correlation(native), "status": result.status}
     if result.status == "failed":
         raw["failure"] = result.failure.model_dump(mode="json", by_alias=True)
         out.append(("RUN_ERROR@full", ts, result.failure.message, result.failure.code, usage, _json.dumps(raw)))
