@@ -22,7 +22,7 @@ from . import _json
 from . import records as ev
 from .records import Record
 
-__all__ = ["assemble_custom", "join_fragments", "is_fragment", "custom_records", "CUSTOM_MAX_CHARS",
+__all__ = ["assemble_custom", "join_fragments", "is_fragment", "custom_records", "correlation", "CUSTOM_MAX_CHARS",
            "CUSTOM_FRAGMENT_CHARS", "EVENT_FRAGMENT"]
 
 EVENT_FRAGMENT = "harness.event"
@@ -34,6 +34,13 @@ bytes), whose default has this value."""
 
 CUSTOM_FRAGMENT_CHARS = 30000
 """Deprecated: fragments are as large as ``max_event_bytes`` allows."""
+
+
+def correlation(item: Any) -> dict[str, Any]:
+    """The source correlation of ``item`` (a source item, or any object with its four fields: an a13n-harness
+    item) as a CUSTOM value carries it: its Thread and Run ids, sequence and ISO 8601 time."""
+    return {"thread_id": item.thread_id, "run_id": item.run_id, "sequence": item.sequence,
+            "occurred_at": item.occurred_at.isoformat()}
 
 
 def custom_records(ts: int, name: str, value: dict[str, Any], correlation: dict[str, Any]) -> list[Record]:

@@ -45,11 +45,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from . import _json
 from . import records as ev
-from .custom import EVENT_FRAGMENT
+from .custom import EVENT_FRAGMENT, correlation
 from .encode import record_json
 from .records import Record
 from .source import HarnessStreamEvent
@@ -153,11 +152,6 @@ def _deltas(record: Record, limit: int) -> list[Record]:
     return [ev.with_content(record, piece) for piece in _slices(ev.content_of(record), budget)]
 
 
-def _correlation(item: HarnessStreamEvent) -> dict[str, Any]:
-    return {"thread_id": item.thread_id, "run_id": item.run_id, "sequence": item.sequence,
-            "occurred_at": item.occurred_at.isoformat()}
-
-
 def _fragments(record: Record, item: HarnessStreamEvent, limit: int, name: str, text: str, *,
                stand_in: bool | None = None) -> list[Record]:
     """``text`` (a CUSTOM value's JSON, or a whole event's) carried in order
@@ -165,12 +159,12 @@ def _fragments(record: Record, item: HarnessStreamEvent, limit: int, name: str, 
     record's timestamp and subagent; the fragments of a whole event say
     whether a stand-in follows them (``stand_in``)."""
     ts, subagent = record[1], ev.subagent_of(record)
-    correlation = _correlation(item)
+    source = correlation(item)
     if stand_in is not None:
-        correlation["stand_in"] = stand_in
+        source["stand_in"] = stand_in
 
     def fragment(index: int, count: int, data: str) -> Record:
-        value = _json.dumps(dict(correlation, fragment={"index": index, "count": count}, data=data))
+        value = _json.dumps(dict(source, fragment={"index": index, "count": count}, data=data))
         made = ev.custom(ts, name, value)
         return ev.attributed(made, subagent) if subagent is not None else made
 

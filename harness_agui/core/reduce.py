@@ -125,7 +125,7 @@ from . import _json
 from . import records as ev
 from ._fast import new_tuple, part_streamed, with_fields
 from ._json import JSON
-from .custom import CUSTOM_FRAGMENT_CHARS, CUSTOM_MAX_CHARS, custom_records
+from .custom import CUSTOM_FRAGMENT_CHARS, CUSTOM_MAX_CHARS, correlation, custom_records
 from .errors import AguiObservationError, FinishedSubagentError, ForeignRunError, UnknownSubagentError
 from .fit import DELTAS, fit, fits
 from .history import HistoryCursor, advance_in_stream, is_root_item
@@ -1219,23 +1219,14 @@ def _content_parts(content: BinaryContent | MediaContent | ContentList) -> list[
     return parts
 
 
-def _correlation(item: HarnessStreamEvent) -> dict[str, Any]:
-    return {
-        "thread_id": item.thread_id,
-        "run_id": item.run_id,
-        "sequence": item.sequence,
-        "occurred_at": item.occurred_at.isoformat(),
-    }
-
-
 def _custom(item: HarnessEvent, ts: int, name: str, payload: dict[str, Any] | None = None,
             chunk: dict[str, int] | None = None) -> list[Record]:
-    correlation = _correlation(item)
-    value = dict(correlation)
+    source = correlation(item)
+    value = dict(source)
     value["payload"] = payload if payload is not None else payload_to_json(item.event, binary_data=False)
     if chunk is not None:
         value["chunk"] = chunk
-    return custom_records(ts, name, value, correlation)
+    return custom_records(ts, name, value, source)
 
 
 _MESSAGE_SOURCES = frozenset(("user", "steering"))

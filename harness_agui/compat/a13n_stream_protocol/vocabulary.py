@@ -82,6 +82,8 @@ from pydantic import JsonValue, TypeAdapter, ValidationError
 from ...a13n import to_a13n
 from ...core import _json
 from ...core import records as ev
+from ...core.custom import correlation
+from ...core.fit import fits
 from ...core.history import HistoryCursor
 from ...core.records import Record
 from ...core.source import HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent, ObservationEvent
@@ -93,7 +95,7 @@ from ._harness import tool_execution_value
 from .content import RELEASE_021 as CONTENT_021
 from .content import RELEASE_05 as CONTENT_05
 from .content import ContentRelease, public_tool_value, tool_result_content
-from .fragments import FRAGMENT_EVENT_NAME, fragment_custom_event
+from .fragments import FRAGMENT_EVENT_NAME, FRAME_THRESHOLD_BYTES, fragment_custom_event
 
 __all__ = ["NAME", "NAME_05", "RELEASE_05", "RELEASE_021", "VOCABULARY", "VOCABULARY_05", "Release", "bound",
            "published", "usage_json"]
@@ -139,8 +141,7 @@ def _dump_as(release: Release, value: Any, cls: type | None = None) -> Any:
 
 
 def _value(native: Any, event: Any) -> dict[str, Any]:
-    return {"thread_id": native.thread_id, "run_id": native.run_id, "sequence": native.sequence,
-            "occurred_at": native.occurred_at.isoformat(), "event": event}
+    return {**correlation(native), "event": event}
 
 
 def _custom(ts: int, name: str, native: Any, event: Any) -> Record:
@@ -243,21 +244,20 @@ def convert(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int, 
     release = release or RELEASE_021
     native = to_a13n(item) if native is None else native
     source = native.event
-    parts, request = run.parts, run.ledger.request_index or 0
-    events: list[Record] = []
+    parts, request, ledger = run.parts, run.ledger.request_index or 0, run.ledger
     if isinstance(source, N.HarnessExtensionEvent):
         payload = source.payload
-        if source.kind == "lifecycle" and isinstance(payload, dict) and payload.get("type") == "run_started":
+        notice = payload.get("type") if source.kind == "lifecycle" and isinstance(payload, dict) else None
+        if notice == "run_started":
             # The root's (the machinery gives a child's nothing): its RUN_STARTED, in place of its CUSTOM.
             out.append(_run_started(ts, native.thread_id, native.run_id))
-            return RunState(history, parts, run.ledger)
-        if source.kind == "lifecycle" and isinstance(payload, dict) and payload.get("type") == "model_request_started":
-            index = payload.get("request_index")
+        else:
+            index = payload.get("request_index") if notice == "model_request_started" else None
             if isinstance(index, int) and index >= 0:
                 request = index  # a new request closes nothing: open parts keep their ids until they end
-        out.append(_extension_custom(ts, native, source))
-        return RunState(history, parts, run.ledger._replace(request_index=request))
-    if isinstance(source, N.InputTextEvent | N.InputMediaEvent):
+            out.append(_extension_custom(ts, native, source))
+            ledger = ledger._replace(request_index=request)
+    elif isinstance(source, N.InputTextEvent | N.InputMediaEvent):
         metadata = source.metadata.model_dump(mode="json")
         if options.show_hidden or source.metadata.display:
             name = "a13n.input.media" if isinstance(source, N.InputMediaEvent) else f"a13n.input.{source.source}"
@@ -265,31 +265,29 @@ def convert(run: RunState, history: HistoryCursor, item: HarnessEvent, ts: int, 
                     "message_id": f"{native.run_id}:input:{native.sequence}",
                     "role": "user" if source.source in ("user", "steering") else "system"}
             out.append(("CUSTOM@full", ts, name, _json.dumps(_value(native, body)), _json.dumps(metadata)))
-        return RunState(history, parts, run.ledger)
-    if isinstance(source, N.EnqueuedMessagesEvent):
+    elif isinstance(source, N.EnqueuedMessagesEvent):
         # Never the messages themselves: they may hold binary payloads.
         out.append(_custom(ts, "a13n.pydantic_ai.enqueued_messages", native,
                            {"event_kind": source.event_kind, "enqueue_id": source.enqueue_id}))
-        return RunState(history, parts, run.ledger)
-    if isinstance(source, N.DeferredToolResultsEvent):
+    elif isinstance(source, N.DeferredToolResultsEvent):
         out.append(_custom(ts, "a13n.pydantic_ai.deferred_tool_results", native, {
             "event_kind": source.event_kind, "call_ids": list(source.results.calls),
             "approval_ids": list(source.results.approvals)}))
-        return RunState(history, parts, run.ledger)
-    if isinstance(source, N.CapabilityEvent):
+    elif isinstance(source, N.CapabilityEvent):
         cls = N.CapabilityEvent if isinstance(source, N.UnknownCapabilityEvent) else type(source)
         out.append(_custom(ts, source.kind, native, _dump_as(release, source, cls)))
-        return RunState(history, parts, run.ledger)
-    if isinstance(source, N.PartStartEvent):
-        parts = _part_start(native, source, parts, request, ts, events, release)
-    elif isinstance(source, N.PartDeltaEvent):
-        parts = _part_delta(native, source, parts, request, ts, events, release)
-    elif isinstance(source, N.PartEndEvent):
-        parts = _part_end(native, source, parts, request, ts, events, release)
-    elif isinstance(source, N.FunctionToolResultEvent | N.OutputToolResultEvent):
-        source = _result(native, source, ts, events, release)
-    out.extend(events or [_pydantic_custom(ts, native, source, release)])
-    return RunState(history, parts, run.ledger)
+    else:
+        events: list[Record] = []
+        if isinstance(source, N.PartStartEvent):
+            parts = _part_start(native, source, parts, request, ts, events, release)
+        elif isinstance(source, N.PartDeltaEvent):
+            parts = _part_delta(native, source, parts, request, ts, events, release)
+        elif isinstance(source, N.PartEndEvent):
+            parts = _part_end(native, source, parts, request, ts, events, release)
+        elif isinstance(source, N.FunctionToolResultEvent | N.OutputToolResultEvent):
+            source = _result(native, source, ts, events, release)
+        out.extend(events or [_pydantic_custom(ts, native, source, release)])
+    return RunState(history, parts, ledger)
 
 
 def _part_start(native: Any, source: Any, parts: tuple[OpenPart, ...], request: int, ts: int,
@@ -425,8 +423,7 @@ def terminal(run: RunState, item: HarnessRunResultEvent, ts: int, out: list[Reco
     native = to_a13n(item) if native is None else native
     result = native.result
     usage = usage_json(result.usage)
-    raw: dict[str, Any] = {"thread_id": native.thread_id, "run_id": native.run_id, "sequence": native.sequence,
-                           "occurred_at": native.occurred_at.isoformat(), "status": result.status}
+    raw: dict[str, Any] = {**correlation(native), "status": result.status}
     if result.status == "failed":
         raw["failure"] = result.failure.model_dump(mode="json", by_alias=True)
         out.append(("RUN_ERROR@full", ts, result.failure.message, result.failure.code, usage, _json.dumps(raw)))
@@ -445,8 +442,7 @@ def terminal(run: RunState, item: HarnessRunResultEvent, ts: int, out: list[Reco
         else:
             output = None if value is None else _json.dumps(value)
     elif result.status == "suspended":
-        interrupts = _interrupts_05(result.deferred) if release.any_json else _interrupts(result.deferred)
-        outcome = {"type": "interrupt", "interrupts": interrupts}
+        outcome = {"type": "interrupt", "interrupts": _interrupts(result.deferred, release)}
     else:
         outcome = {"type": "cancelled"}
     out.append(("RUN_FINISHED@full", ts, native.thread_id, native.run_id, output, _json.dumps(outcome), usage,
@@ -454,26 +450,20 @@ def terminal(run: RunState, item: HarnessRunResultEvent, ts: int, out: list[Reco
     return run
 
 
-def _interrupts(deferred: Any) -> list[dict[str, Any]]:
+def _interrupts(deferred: Any, release: Release) -> list[dict[str, Any]]:
+    """Approvals, then calls. A deferred entry of 0.21 names its target and model calls; one of 0.5 is
+    pydantic-ai's ToolCallPart itself (``any_json``), named as it is."""
     found = []
     for reason, calls in (("approval", deferred.approvals), ("external", deferred.calls)):
         for entry in calls:
-            target = entry.target_call
-            tool_metadata = deferred.metadata.get(target.tool_call_id)
+            target, model = (entry, entry) if release.any_json else (entry.target_call, entry.model_call)
             name = N.client_tool_name(target, deferred.metadata.get(target.tool_call_id, {})) \
-                if reason == "external" else target.tool_name
-            found.append({"id": target.tool_call_id, "tool_call_id": entry.model_call.tool_call_id,
-                          "reason": reason, "metadata": pydantic_core.to_jsonable_python(
-                              {"tool_name": name, "args": target.args, "tool_metadata": tool_metadata})})
+                if reason == "external" and not release.any_json else target.tool_name
+            found.append({"id": target.tool_call_id, "tool_call_id": model.tool_call_id, "reason": reason,
+                          "metadata": pydantic_core.to_jsonable_python({
+                              "tool_name": name, "args": target.args,
+                              "tool_metadata": deferred.metadata.get(target.tool_call_id)})})
     return found
-
-
-def _interrupts_05(deferred: Any) -> list[dict[str, Any]]:
-    """a13n-stream-protocol 0.5's interrupts: each deferred call is pydantic-ai's ToolCallPart itself."""
-    return [{"id": call.tool_call_id, "tool_call_id": call.tool_call_id, "reason": reason,
-             "metadata": pydantic_core.to_jsonable_python({"tool_name": call.tool_name, "args": call.args,
-                                                           "tool_metadata": deferred.metadata.get(call.tool_call_id)})}
-            for reason, calls in (("approval", deferred.approvals), ("external", deferred.calls)) for call in calls]
 
 
 def _subagent_finished(ts: int, run_id: str, text: str | None) -> Record:
@@ -567,9 +557,6 @@ def _captured(record: Record, original: BaseEvent, replacement: BaseEvent) -> Re
 
 # -- framing -----------------------------------------------------------------------------------------
 
-_SURE_SMALL = 48 * 1024 // 6 - 512  # characters of values no escaping can take past the frame threshold
-
-
 def frame(item: HarnessStreamEvent, records: list[Record], first: int = 0) -> list[Record]:
     """``records`` with every CUSTOM event whose JSON exceeds 48 KiB replaced
     by its ``a13n.stream.fragment`` frames, named after the item and the
@@ -577,7 +564,7 @@ def frame(item: HarnessStreamEvent, records: list[Record], first: int = 0) -> li
     ``first``)."""
     out: list[Record] = []
     for i, record in enumerate(records, first):
-        if ev.event_type(record) != "CUSTOM" or sum(len(v) for v in record[2:] if type(v) is str) < _SURE_SMALL:
+        if ev.event_type(record) != "CUSTOM" or fits([record], FRAME_THRESHOLD_BYTES):  # surely small: not measured
             out.append(record)
             continue
         event = ev.build(record)
