@@ -47,8 +47,8 @@ import hashlib
 import logging
 import threading
 import urllib.parse
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import psycopg
@@ -89,6 +89,14 @@ def notify_key(key: str) -> str:
     if len(key) <= 200:
         return key
     return "sha256:" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def unused_poll_interval(value: float | None, recheck: float) -> float:
+    """``recheck``, once ``value`` (the ``poll_interval`` of the SQLite stores' followers, which nothing
+    here polls with) is None or a number of seconds > 0; else ValueError."""
+    if value is not None and (isinstance(value, bool) or not value > 0):
+        raise ValueError(f"poll_interval must be a number of seconds > 0, not {value!r}")
+    return recheck
 
 
 class Database:
@@ -144,8 +152,9 @@ class Database:
                                             "not written by this release", path=self.path, table=table)
 
     @contextmanager
-    def read(self) -> Iterator[psycopg.Connection[Any]]:
-        """One read-only transaction (REPEATABLE READ: every statement sees one snapshot)."""
+    def read(self, table: object = None, reading: str | None = None) -> Iterator[psycopg.Connection[Any]]:
+        """One read-only transaction (REPEATABLE READ: every statement sees one snapshot). ``table`` and
+        ``reading`` are what a SQLite read names in its errors, taken for the same call and not used."""
         self._check_open()
         with self._pool.connection() as conn:
             # Set on the connection, these go into the BEGIN statement itself: no extra round trip.
@@ -221,6 +230,14 @@ class Database:
                             listener.error, self.recheck)
         if self._closed:
             raise ValueError(f"the store of {self.path} is closed")
+
+    @asynccontextmanager
+    async def changes(self, channel: str, key: str | None) -> AsyncIterator[Callable[[float], Awaitable[None]]]:
+        """``waiting`` once the listening connection listens: a wait of at most the given seconds for a
+        notification, so that no commit made after the block starts is missed."""
+        with self.waiting(channel, key) as event:
+            await self.listening()
+            yield lambda seconds: self.wait(event, seconds)
 
     async def wait(self, event: asyncio.Event, seconds: float | None = None) -> None:
         """Wait for ``event`` (at most ``seconds``, ``recheck`` if None), then clear it.
