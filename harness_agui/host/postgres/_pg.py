@@ -199,24 +199,6 @@ class Database:
 
     # -- wake-ups ----------------------------------------------------------------------
 
-    @contextmanager
-    def waiting(self, channel: str, key: str | None) -> Iterator[asyncio.Event]:
-        """An asyncio event set by each notification for ``key`` on ``channel`` (any key, for None),
-        registered for the life of the block; call from the event loop. Wait for ``listening()``
-        before the first read that the event should cover."""
-        self._check_open()
-        with self._listener_lock:
-            if self._listener is None:
-                self._listener = _Listener(self.url)
-            listener = self._listener
-        event = asyncio.Event()
-        entry = (asyncio.get_running_loop(), event)
-        listener.add(channel, key, entry)
-        try:
-            yield event
-        finally:
-            listener.remove(channel, key, entry)
-
     async def listening(self) -> None:
         """Wait until the listening connection listens (at once, after the first time), or at most
         5 s: a server that cannot LISTEN (a hot standby, where NOTIFY does not reach) leaves the
@@ -233,11 +215,22 @@ class Database:
 
     @asynccontextmanager
     async def changes(self, channel: str, key: str | None) -> AsyncIterator[Callable[[float], Awaitable[None]]]:
-        """``waiting`` once the listening connection listens: a wait of at most the given seconds for a
-        notification, so that no commit made after the block starts is missed."""
-        with self.waiting(channel, key) as event:
+        """A wait of at most the given seconds for a notification for ``key`` on ``channel`` (any key, for
+        None), registered for the life of the block; call from the event loop. The block starts once the
+        listening connection listens (``listening``), so no commit made after it starts is missed."""
+        self._check_open()
+        with self._listener_lock:
+            if self._listener is None:
+                self._listener = _Listener(self.url)
+            listener = self._listener
+        event = asyncio.Event()
+        entry = (asyncio.get_running_loop(), event)
+        listener.add(channel, key, entry)
+        try:
             await self.listening()
             yield lambda seconds: self.wait(event, seconds)
+        finally:
+            listener.remove(channel, key, entry)
 
     async def wait(self, event: asyncio.Event, seconds: float | None = None) -> None:
         """Wait for ``event`` (at most ``seconds``, ``recheck`` if None), then clear it.
