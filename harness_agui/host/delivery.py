@@ -716,18 +716,24 @@ def write_records(log: SqliteDeliveryLog, conn: Any, writes: Sequence[StreamWrit
 
 
 def _already_recorded(log: SqliteDeliveryLog, conn: Any, write: StreamWrite) -> bool:
-    root = write.root_run_id
-    head = log._head(conn, root)
-    found = None if head is None else (head.cursor, head.last_event_id)
-    if found == write.delivered:
+    head = log._head(conn, write.root_run_id)
+    return recorded_already(write, None if head is None else (head.cursor, head.last_event_id, head.finished),
+                            lambda: conn.execute(f"SELECT data FROM {EVENTS.name} WHERE run_id = ? AND event_id = ?",
+                                                 (write.root_run_id, write.last_event_id)).fetchone())
+
+
+def recorded_already(write: StreamWrite, found: tuple[int, int, bool] | None, last: Callable[[], Any]) -> bool:
+    """Whether the events of ``write`` (a retry's) are recorded already, given the Run's stored (cursor, last
+    event id, finished), None for no row, and ``last()``, the stored row ``(data,)`` of the write's last
+    event: False when they are due, ProjectorConflictError when another writer's are there. Shared by the
+    delivery logs of both backends."""
+    if (None if found is None else found[:2]) == write.delivered:
         return False
-    if head is not None and found == (write.cursor, write.last_event_id) and head.finished == write.finished \
-            and (not write.events or conn.execute(
-                f"SELECT data FROM {EVENTS.name} WHERE run_id = ? AND event_id = ?",
-                (root, write.last_event_id)).fetchone() == (write.events[-1].data,)):
+    if found == (write.cursor, write.last_event_id, write.finished) and (
+            not write.events or last() == (write.events[-1].data,)):
         return True  # committed before the connection was lost, or by the batch's first attempt
-    raise ProjectorConflictError(run_id=root, cursor=None if write.delivered is None else write.delivered[0],
-                                 found=None if head is None else head.cursor)
+    expected = None if write.delivered is None else write.delivered[0]
+    raise ProjectorConflictError(run_id=write.root_run_id, cursor=expected, found=None if found is None else found[0])
 
 
 # -- the argument and cursor rules of record() and fail(), shared by the delivery logs of both backends --

@@ -744,18 +744,24 @@ def write_items(journal: SqliteSourceJournal, conn: Any, writes: Sequence[Stream
 
 
 def _already_appended(journal: SqliteSourceJournal, conn: Any, write: StreamWrite) -> bool:
-    root = write.root_run_id
-    head = journal._root(conn, root)
-    found = None if head is None else head.last_position
+    head = journal._root(conn, write.root_run_id)
+    return appended_already(write, None if head is None else head.last_position, lambda positions: dict(conn.execute(
+        f"SELECT position, line FROM {ITEMS.name} WHERE run_id = ? AND position IN (?, ?)",
+        (write.root_run_id, *positions)).fetchall()))
+
+
+def appended_already(write: StreamWrite, found: int | None, lines: Callable[[tuple[int, int]], Any]) -> bool:
+    """Whether the items of ``write`` (a retry's) are stored already, given the stream's stored last
+    position ``found`` and ``lines(positions)``, the stored lines at the write's first and last positions:
+    False when they are due, ProjectorConflictError when another writer's are there. Shared by the journals
+    of both backends."""
     if found == write.journal_last:
         return False
     first, last = write.items[0], write.items[-1]
-    rows = conn.execute(f"SELECT position, line FROM {ITEMS.name} WHERE run_id = ? AND position IN (?, ?)",
-                        (root, first.position, last.position)).fetchall()
-    if found is not None and found >= last.position and dict(rows) == {first.position: first.line,
-                                                                      last.position: last.line}:
+    ends = {first.position: first.wire_line(), last.position: last.wire_line()}
+    if found is not None and found >= last.position and lines((first.position, last.position)) == ends:
         return True  # committed before the connection was lost, or by the batch's first attempt
-    raise ProjectorConflictError(run_id=root, cursor=write.journal_last, found=found, reason=(
+    raise ProjectorConflictError(run_id=write.root_run_id, cursor=write.journal_last, found=found, reason=(
         f"another writer appended to the run's stream since this one read it (it expected the stream's last "
         f"position at {write.journal_last}, found {found})"))
 
