@@ -629,10 +629,11 @@ class SqliteDeliveryLog(_DeliveryLog):
         yield asyncio.sleep  # SQLite has no notification: a follower polls
 
     def _events(self, run_id: str, rows: list[Any]) -> Iterator[tuple[int, int, str, str]]:
+        path = self._db.path
         for row in rows:
-            run, event_id, position, kind, data = EVENTS.checked(self.path, row)
+            run, event_id, position, kind, data = EVENTS.checked(path, row)
             if run != run_id:
-                raise EVENTS.damaged(self.path, None, f"the run's index gave a row of run {run!r:.80}", run_id=run_id,
+                raise EVENTS.damaged(path, None, f"the run's index gave a row of run {run!r:.80}", run_id=run_id,
                                      event_id=event_id)
             yield event_id, position, kind, data
     def _head(self, conn: Any, run_id: str) -> _Head | None:
