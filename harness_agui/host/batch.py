@@ -56,7 +56,7 @@ import queue
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -353,28 +353,48 @@ def _settle(entries: list[tuple[asyncio.Future[None], BaseException | None]]) ->
             future.set_exception(outcome)
 
 
-# -- SQLite ------------------------------------------------------------------------------------
+# -- the stores a supervisor drives -----------------------------------------------------------
 
-class SqliteStores:
-    """A ``SqliteSourceJournal`` and a ``SqliteDeliveryLog`` on one file, as the supervisor drives them,
-    and the file's Run bindings (``bindings``, opened on first use, closed by ``close()``)."""
+class DatabaseStores:
+    """A journal and a delivery log of one database, as the supervisor drives them (``host.protocols.Stores``),
+    and the database's Run bindings (``bindings``, opened on first use, closed by ``close()``)."""
 
-    def __init__(self, journal: SqliteSourceJournal, deliveries: SqliteDeliveryLog) -> None:
+    def __init__(self, journal: Any, deliveries: Any) -> None:
         self.journal = journal
         self.deliveries = deliveries
-        self._bindings: SqliteRunBindings | None = None
+        self._bindings: Any = None
 
     @property
-    def bindings(self) -> SqliteRunBindings:
-        """The wire <-> source bindings of the file's Runs (``host.bindings``)."""
+    def bindings(self) -> Any:
+        """The wire <-> source bindings of the database's Runs (``host.bindings``)."""
         if self._bindings is None:
-            self._bindings = SqliteRunBindings(self.journal.path, synchronous=self.journal.synchronous)
+            self._bindings = self._open_bindings()
         return self._bindings
 
     def close(self) -> None:
         """Close what this object opened (the bindings); the journal and the log are the caller's."""
         if self._bindings is not None:
             self._bindings.close()
+
+    def changes(self, run_id: str) -> contextlib.AbstractAsyncContextManager[Callable[[float], Awaitable[Any]]]:
+        """A wait for records of ``run_id`` made by another process, of at most the given seconds: woken by
+        PostgreSQL's NOTIFY (the block starts once the listening connection listens, so no commit made
+        after it is missed); SQLite has no notification, so it sleeps (the caller polls; one poller per Run
+        per process)."""
+        return self.deliveries._changes(run_id)  # type: ignore[no-any-return]
+
+    def _open_bindings(self) -> Any:
+        raise NotImplementedError
+
+
+class SqliteStores(DatabaseStores):
+    """A ``SqliteSourceJournal`` and a ``SqliteDeliveryLog`` on one file (see ``DatabaseStores``)."""
+
+    journal: SqliteSourceJournal
+    deliveries: SqliteDeliveryLog
+
+    def _open_bindings(self) -> SqliteRunBindings:
+        return SqliteRunBindings(self.journal.path, synchronous=self.journal.synchronous)
 
     def writer(self, policy: GroupCommit | None = None) -> BatchWriter:
         return BatchWriter(_SqliteBackend(self.journal, self.deliveries), policy,
@@ -388,12 +408,6 @@ class SqliteStores:
 
     def lost(self, error: BaseException) -> bool:
         return False  # a file does not go away: a SQLite error is the call's own
-
-    @contextlib.asynccontextmanager
-    async def changes(self, run_id: str) -> AsyncIterator[Callable[[float], Awaitable[Any]]]:
-        """A wait for records of ``run_id`` made by another process: SQLite has no notification, so it
-        sleeps the given seconds (the caller polls; one poller per Run per process)."""
-        yield asyncio.sleep
 
 
 class _SqliteBackend:

@@ -87,13 +87,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import functools
 import hashlib
 import json
 import os
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any
 
 import attrs
@@ -109,7 +111,7 @@ from ..wire.agui import agui_to_json, sse_frame
 from ._sqlite import FLAG, INTEGER, TEXT, Column, Database, Table, checksum, poll_interval_seconds, rewrite_table
 from ._store import Store
 from .checks import Cursor
-from .errors import ForeignEventIdError, ProjectorConflictError, UnknownEventIdError
+from .errors import DamagedStoreError, ForeignEventIdError, ProjectorConflictError, UnknownEventIdError
 from .writes import Head, Recorded, StreamWrite
 
 __all__ = ["Delivery", "Page", "SqliteDeliveryLog", "parse_last_event_id", "sse_id"]
@@ -312,13 +314,6 @@ def run_id_of(cursor: HistoryCursor) -> str:
     return cursor.run_id
 
 
-def _check_page(after: int, limit: int) -> None:
-    if not isinstance(after, int) or isinstance(after, bool) or after < 0:
-        raise ValueError(f"after is an event number >= 0, not {after!r}")
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-        raise ValueError(f"limit must be an int >= 1, not {limit!r}")
-
-
 @attrs.frozen
 class _Head:
     """A Run's row of the delivery log, checked against the highest event id stored."""
@@ -337,7 +332,191 @@ class _Head:
         return StreamCursor(root, children, self.cursor + 1, opened=True)
 
 
-class SqliteDeliveryLog(Store):
+class _DeliveryLog(Store):
+    # What the delivery logs of both backends share: every read, the followers, and ``record`` / ``fail``
+    # (the rules below, written as a batch of one). Each backend says the rest: ``_head`` (a Run's row in an
+    # open transaction) and ``_read_head`` (alone), ``_child`` (a child Run's stored cursor), ``_events``
+    # (rows of a page as (event id, position, type, data), checked as the backend checks them),
+    # ``_writing`` and ``_write`` (a write transaction, and the backend's one write path), ``_interval``
+    # and ``_changes`` (how a follower that has caught up waits), and the SQL of a page.
+
+    _EVENTS_AFTER: str  # a Run's event rows after an id, in id order
+    _LIMIT: str  # at most so many of them
+    _TABLE: Any  # the table a read names in its errors (SQLite's; PostgreSQL's read takes none)
+
+    def _record(self, item: HarnessStreamEvent, events: Sequence[BaseEvent | EncodedEvent], expected_cursor: Any,
+                checked: bool, root_run_id: str | None, lease: Any = None) -> tuple[Delivery, ...]:
+        run_id, rows = record_rows(item, events, expected_cursor, checked, root_run_id)
+        with self._writing("record", run_id, lease) as conn:
+            head = self._head(conn, run_id)
+            expect_cursor(run_id, head, expected_cursor, checked)
+            child = None if head is None or item.run_id == run_id else self._child(conn, run_id, item)
+            write, out = recorded(run_id, head, child, item, rows)
+            self._write(conn, write)
+        return out
+
+    def _fail(self, run_id: str, event: RunErrorEvent, expected_cursor: Cursor, thread_id: str | None,
+              lease: Any = None) -> Delivery:
+        data = failure_json(event)
+        with self._writing("fail", run_id, lease) as conn:
+            write, delivery = failed(run_id, self._head(conn, run_id), data, expected_cursor, thread_id)
+            self._write(conn, write)
+        return delivery
+
+    # -- reading -----------------------------------------------------------------
+
+    def cursor(self, run_id: str) -> Cursor:
+        """The position in root Run ``run_id``'s stream of the last source item whose events are recorded
+        (its sequence, for a Run without child Runs); None if none is. Raises ``DamagedStoreError`` when
+        the Run's row is damaged or disagrees with its events."""
+        head = self._read_head(run_id)
+        return None if head is None or head.cursor < 0 else head.cursor
+
+    def last_event_id(self, run_id: str) -> int:
+        """The last event number assigned in the Run (the number of events recorded); 0 if none.
+        Raises as ``cursor`` does."""
+        head = self._read_head(run_id)
+        return 0 if head is None else head.last_event_id
+
+    def finished(self, run_id: str) -> bool:
+        """Whether the events of the Run's terminal item are recorded. Raises as ``cursor`` does."""
+        head = self._read_head(run_id)
+        return head is not None and head.finished
+
+    def replay(self, run_id: str, *, after: str | int | None = None) -> tuple[Delivery, ...]:
+        """Every recorded event of the Run after the id ``after``, in id order.
+
+        ``after`` is a ``Last-Event-ID`` value or the log's own number (see
+        ``parse_last_event_id``); None, blank or 0 means from the first
+        event. Returns what is recorded now. Raises ``ForeignEventIdError``
+        for an id that is not one of this Run's, ``UnknownEventIdError`` for
+        a number beyond the last one assigned (both ValueErrors), and
+        ``DamagedStoreError`` when a row of the Run is damaged or missing.
+        """
+        start = parse_last_event_id(after, run_id=run_id)
+        return self._read(run_id, start, after, None).deliveries
+
+    def page(self, run_id: str, *, after: int, limit: int = _PAGE) -> Page:
+        """At most ``limit`` recorded events of the Run after event number ``after`` (the log's own
+        number, 0 for the first), in id order, read in one snapshot with the Run's last event id and
+        whether it has finished: a reader pages through a long Run without holding it in memory.
+
+        Raises ``UnknownEventIdError`` for an ``after`` beyond the last id assigned, ValueError for a
+        negative ``after`` or a ``limit`` below 1, ``DamagedStoreError`` as ``replay`` does."""
+        if not isinstance(after, int) or isinstance(after, bool) or after < 0:
+            raise ValueError(f"after is an event number >= 0, not {after!r}")
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise ValueError(f"limit must be an int >= 1, not {limit!r}")
+        return self._read(run_id, after, after, limit)
+
+    def follow(self, run_id: str, *, after: str | int | None = None, poll_interval: float | None = None,
+               ) -> AsyncIterator[Delivery]:
+        """Every event of the Run after the id ``after``, following new records.
+
+        Returns an async iterator: first what is recorded, then each new
+        delivery, ending after the Run's terminal event. Once caught up, a
+        SQLite log polls every ``poll_interval`` seconds (the log's default
+        if None); a PostgreSQL log is woken by NOTIFY from any process (its
+        ``recheck`` is a safety re-read) and accepts ``poll_interval`` for
+        the same signature without using it. The Run need not have started
+        yet. An ``after`` that is not an id of this Run raises
+        ``ForeignEventIdError`` from this call, before anything is read; a
+        number beyond the last one assigned raises ``UnknownEventIdError``
+        from the first iteration, before anything is yielded; a damaged or
+        missing row raises ``DamagedStoreError`` before it would be yielded.
+        """
+        start = parse_last_event_id(after, run_id=run_id)
+        return self._follow(run_id, start, after, self._interval(poll_interval))
+
+    def sse(self, run_id: str, *, last_event_id: str | int | None = None, poll_interval: float | None = None,
+            ) -> AsyncIterator[str]:
+        """Server-Sent Events frames for a client that last saw ``last_event_id``.
+
+        Exactly ``follow`` with each delivery rendered as its SSE frame (an
+        ``id:`` line with its ``sse_id``, then the ``data:`` line), so the
+        browser sends the right ``Last-Event-ID`` when it reconnects. Raises
+        as ``follow`` does: a foreign or malformed ``last_event_id`` from this
+        call, so that a Host can answer with an error status before it starts
+        a stream.
+        """
+        deliveries = self.follow(run_id, after=last_event_id, poll_interval=poll_interval)
+        return _sse_frames(deliveries)
+
+    # -- internals -----------------------------------------------------------------
+
+    def _read(self, run_id: str, after: int, asked: str | int | None, limit: int | None) -> Page:
+        # The events after ``after`` (at most ``limit``), in one snapshot with the Run's row; an ``after``
+        # beyond the last id is reported as ``asked``.
+        sql, args = (self._EVENTS_AFTER, (run_id, after)) if limit is None else \
+            (self._EVENTS_AFTER + self._LIMIT, (run_id, after, limit))
+        with self._db.read(self._TABLE, f"the events of run {run_id!r} after {after}") as conn:
+            head = self._head(conn, run_id)
+            last = 0 if head is None else head.last_event_id
+            if after > last:
+                raise UnknownEventIdError(run_id=run_id, event_id=asked if asked is not None else after,
+                                          last_event_id=last)
+            rows = conn.execute(sql, args).fetchall()
+        out = []
+        due = after + 1
+        for event_id, position, kind, data in self._events(run_id, rows):
+            if event_id != due:
+                raise self._missing(run_id, due, f"missing (the next event stored is {event_id})")
+            out.append(Delivery(run_id, event_id, position, kind, data))
+            due += 1
+        if (limit is None or len(rows) < limit) and due <= last:
+            raise self._missing(run_id, due, f"missing: the run's last event id is {last}")
+        return Page(tuple(out), last, head is not None and head.finished)
+
+    def _missing(self, run_id: str, event_id: int, reason: str) -> DamagedStoreError:
+        return DamagedStoreError(reason, path=self.path, table="harness_agui_deliveries",
+                                 row=f"run_id={run_id!r:.80}, event_id={event_id}")
+
+    def _page(self, run_id: str, after: int, asked: str | int | None, check: bool,
+              ) -> tuple[tuple[Delivery, ...], bool, int]:
+        # A follower's next page after event id ``after``: its deliveries, whether the Run has finished, and
+        # its last event id. With ``check``, an unknown id is reported as the one the follower ``asked`` for
+        # (its Last-Event-ID), naming the Run's last event id.
+        try:
+            page = self.page(run_id, after=after)
+        except UnknownEventIdError:
+            if not check:
+                raise
+            raise UnknownEventIdError(run_id=run_id, event_id=asked if asked is not None else after,
+                                      last_event_id=self.last_event_id(run_id)) from None
+        return page.deliveries, page.finished, page.last_event_id
+
+    async def _follow(self, run_id: str, after: int, asked: str | int | None, interval: float,
+                      ) -> AsyncIterator[Delivery]:
+        check = True
+        async with self._changes(run_id) as wait:
+            while True:
+                deliveries, finished, last_id = await asyncio.to_thread(self._page, run_id, after, asked, check)
+                check = False
+                for delivery in deliveries:
+                    yield delivery
+                    after = delivery.event_id
+                if finished and after >= last_id:
+                    return
+                if not deliveries:
+                    await wait(interval)
+
+    # What each backend says (see the class comment).
+    _head: Callable[[Any, str], _Head | None]
+    _read_head: Callable[[str], _Head | None]
+    _child: Callable[[Any, str, HarnessStreamEvent], HistoryCursor | None]
+    _events: Callable[[str, list[Any]], Iterable[tuple[int, int, str, str]]]
+    _writing: Callable[[str, str, Any], AbstractContextManager[Any]]
+    _write: Callable[[Any, StreamWrite], None]
+    _interval: Callable[[float | None], float]
+    _changes: Callable[[str], AbstractAsyncContextManager[Callable[[float], Awaitable[Any]]]]
+
+
+async def _sse_frames(deliveries: AsyncIterator[Delivery]) -> AsyncIterator[str]:
+    async for delivery in deliveries:
+        yield delivery.sse()
+
+
+class SqliteDeliveryLog(_DeliveryLog):
     """Durable AG-UI event ids per Run, and replay after a ``Last-Event-ID``.
 
     ``path`` is the database file (created if missing, WAL mode; it may be
@@ -354,6 +533,10 @@ class SqliteDeliveryLog(Store):
     ``DamagedStoreError`` naming the table and the row instead of serving a
     damaged log.
     """
+
+    _EVENTS_AFTER = f"SELECT {EVENTS.select} FROM {EVENTS.name} WHERE run_id = ? AND event_id > ? ORDER BY event_id"
+    _LIMIT = " LIMIT ?"
+    _TABLE = EVENTS
 
     def __init__(self, path: str | os.PathLike[str], *, poll_interval: float = 0.05, synchronous: str = "FULL",
                  timeout: float = 30.0, read_only: bool = False) -> None:
@@ -397,14 +580,7 @@ class SqliteDeliveryLog(Store):
         Runs in the stream.
         """
         checked = expected_cursor is not _Unchecked.UNCHECKED
-        run_id, rows = record_rows(item, events, expected_cursor, checked, root_run_id)
-        with self._db.write("record", EVENTS) as conn:
-            head = self._head(conn, run_id)
-            expect_cursor(run_id, head, expected_cursor, checked)
-            child = None if head is None or item.run_id == run_id else self._child(conn, run_id, item)
-            write, out = recorded(run_id, head, child, item, rows)
-            write_records(self, conn, [write], verify=False)
-        return out
+        return self._record(item, events, expected_cursor, checked, root_run_id)
 
     # -- a Run that ends without its terminal item (used by harness_agui.serve) ----------
     # A Run whose projection fails (an item the observer refuses, a processor
@@ -435,99 +611,31 @@ class SqliteDeliveryLog(Store):
         ``ReadOnlyStoreError``, ``DamagedStoreError`` and sqlite3 errors as
         ``record``. On any error nothing is written.
         """
-        data = failure_json(event)
-        with self._db.write("fail", EVENTS) as conn:
-            write, delivery = failed(run_id, self._head(conn, run_id), data, expected_cursor, thread_id)
-            write_records(self, conn, [write], verify=False)
-        return delivery
+        return self._fail(run_id, event, expected_cursor, thread_id)
 
-    # -- reading -----------------------------------------------------------------
+    # -- what the SQLite log says for itself (see _DeliveryLog) ---------------------------
 
-    def cursor(self, run_id: str) -> Cursor:
-        """The position in root Run ``run_id``'s stream of the last source item whose events are recorded
-        (its sequence, for a Run without child Runs); None if none is. Raises ``DamagedStoreError`` when
-        the Run's row is damaged or disagrees with its events."""
-        head = self._read_head(run_id)
-        return None if head is None or head.cursor < 0 else head.cursor
+    def _writing(self, operation: str, run_id: str, lease: Any) -> AbstractContextManager[Any]:
+        return self._db.write(operation, EVENTS)
 
-    def last_event_id(self, run_id: str) -> int:
-        """The last event number assigned in the Run (the number of events recorded); 0 if none.
-        Raises as ``cursor`` does."""
-        head = self._read_head(run_id)
-        return 0 if head is None else head.last_event_id
+    def _write(self, conn: Any, write: StreamWrite) -> None:
+        write_records(self, conn, [write], verify=False)
 
-    def finished(self, run_id: str) -> bool:
-        """Whether the events of the Run's terminal item are recorded. Raises as ``cursor`` does."""
-        head = self._read_head(run_id)
-        return head is not None and head.finished
+    def _interval(self, poll_interval: float | None) -> float:
+        return self._poll_interval if poll_interval is None else poll_interval_seconds(poll_interval)
 
-    def replay(self, run_id: str, *, after: str | int | None = None) -> tuple[Delivery, ...]:
-        """Every recorded event of the Run after the id ``after``, in id order.
+    @contextlib.asynccontextmanager
+    async def _changes(self, run_id: str) -> AsyncIterator[Callable[[float], Awaitable[Any]]]:
+        yield asyncio.sleep  # SQLite has no notification: a follower polls
 
-        ``after`` is a ``Last-Event-ID`` value or the log's own number (see
-        ``parse_last_event_id``); None, blank or 0 means from the first
-        event. Returns what is recorded now. Raises ``ForeignEventIdError``
-        for an id that is not one of this Run's, ``UnknownEventIdError`` for
-        a number beyond the last one assigned (both ValueErrors), and
-        ``DamagedStoreError`` when a row of the Run is damaged or missing.
-        """
-        start = parse_last_event_id(after, run_id=run_id)
-        with self._db.read(EVENTS, f"the events of run {run_id!r} after {start}") as conn:
-            head = self._head(conn, run_id)
-            last = check_known_id(run_id, 0 if head is None else head.last_event_id, start, after)
-            rows = conn.execute(f"SELECT {EVENTS.select} FROM {EVENTS.name} WHERE run_id = ? AND event_id > ? "
-                                "ORDER BY event_id", (run_id, start)).fetchall()
-        return tuple(self._deliveries(run_id, start, rows, last, to_the_end=True))
-
-    def page(self, run_id: str, *, after: int, limit: int = _PAGE) -> Page:
-        """At most ``limit`` recorded events of the Run after event number ``after`` (the log's own
-        number, 0 for the first), in id order, read in one snapshot with the Run's last event id and
-        whether it has finished: a reader pages through a long Run without holding it in memory.
-
-        Raises ``UnknownEventIdError`` for an ``after`` beyond the last id assigned, ValueError for a
-        negative ``after`` or a ``limit`` below 1, ``DamagedStoreError`` as ``replay`` does."""
-        _check_page(after, limit)
-        with self._db.read(EVENTS, f"the events of run {run_id!r} after {after}") as conn:
-            head = self._head(conn, run_id)
-            last = check_known_id(run_id, 0 if head is None else head.last_event_id, after, after)
-            rows = conn.execute(f"SELECT {EVENTS.select} FROM {EVENTS.name} WHERE run_id = ? AND event_id > ? "
-                                "ORDER BY event_id LIMIT ?", (run_id, after, limit)).fetchall()
-        deliveries = self._deliveries(run_id, after, rows, last, to_the_end=len(rows) < limit)
-        return Page(tuple(deliveries), last, head is not None and head.finished)
-
-    def follow(self, run_id: str, *, after: str | int | None = None, poll_interval: float | None = None,
-               ) -> AsyncIterator[Delivery]:
-        """Every event of the Run after the id ``after``, following new records.
-
-        Returns an async iterator: first what is recorded, then, polling every
-        ``poll_interval`` seconds (the log's default if None), each new
-        delivery, ending after the Run's terminal event. The Run need not
-        have started yet. An ``after`` that is not an id of this Run raises
-        ``ForeignEventIdError`` from this call, before anything is read; a
-        number beyond the last one assigned raises ``UnknownEventIdError``
-        from the first iteration, before anything is yielded; a damaged or
-        missing row raises ``DamagedStoreError`` before it would be yielded.
-        """
-        start = parse_last_event_id(after, run_id=run_id)
-        interval = self._poll_interval if poll_interval is None else poll_interval_seconds(poll_interval)
-        return self._follow(run_id, start, after, interval)
-
-    def sse(self, run_id: str, *, last_event_id: str | int | None = None, poll_interval: float | None = None,
-            ) -> AsyncIterator[str]:
-        """Server-Sent Events frames for a client that last saw ``last_event_id``.
-
-        Exactly ``follow`` with each delivery rendered as its SSE frame (an
-        ``id:`` line with its ``sse_id``, then the ``data:`` line), so the
-        browser sends the right ``Last-Event-ID`` when it reconnects. Raises
-        as ``follow`` does: a foreign or malformed ``last_event_id`` from this
-        call, so that a Host can answer with an error status before it starts
-        a stream.
-        """
-        deliveries = self.follow(run_id, after=last_event_id, poll_interval=poll_interval)
-        return sse_frames(deliveries)
-
-    # -- internals -----------------------------------------------------------------
-
+    def _events(self, run_id: str, rows: list[Any]) -> Iterator[tuple[int, int, str, str]]:
+        path = self._db.path
+        for row in rows:
+            run, event_id, position, kind, data = EVENTS.checked(path, row)
+            if run != run_id:
+                raise EVENTS.damaged(path, None, f"the run's index gave a row of run {run!r:.80}", run_id=run_id,
+                                     event_id=event_id)
+            yield event_id, position, kind, data
     def _head(self, conn: Any, run_id: str) -> _Head | None:
         path = self._db.path
         row = conn.execute(f"SELECT {RUNS.select} FROM {RUNS.name} WHERE run_id = ?", (run_id,)).fetchone()
@@ -569,44 +677,6 @@ class SqliteDeliveryLog(Store):
         with self._db.read(RUNS, f"the delivery row of run {run_id!r}") as conn:
             return self._head(conn, run_id)
 
-    def _deliveries(self, run_id: str, after: int, rows: list[Any], last: int, *, to_the_end: bool,
-                    ) -> list[Delivery]:
-        # Rows of ids after+1, after+2, ... (and, read to the end, through ``last``), or DamagedStoreError.
-        path = self._db.path
-        out = []
-        due = after + 1
-        for row in rows:
-            run, event_id, position, kind, data = EVENTS.checked(path, row)
-            if run != run_id:
-                raise EVENTS.damaged(path, None, f"the run's index gave a row of run {run!r:.80}", run_id=run_id,
-                                     event_id=event_id)
-            if event_id != due:
-                raise EVENTS.damaged(path, None, f"missing (the next event stored is {event_id})", run_id=run_id,
-                                     event_id=due)
-            out.append(Delivery(run_id, event_id, position, kind, data))
-            due += 1
-        if to_the_end and due <= last:
-            raise EVENTS.damaged(path, None, f"missing: the run's last event id is {last}", run_id=run_id,
-                                 event_id=due)
-        return out
-
-    def _page(self, run_id: str, after: int, asked: str | int | None, check: bool,
-              ) -> tuple[tuple[Delivery, ...], bool, int]:
-        return follower_page(self, run_id, after, asked, check)
-
-    async def _follow(self, run_id: str, after: int, asked: str | int | None, interval: float,
-                      ) -> AsyncIterator[Delivery]:
-        check = True
-        while True:
-            deliveries, finished, last_id = await asyncio.to_thread(self._page, run_id, after, asked, check)
-            check = False
-            for delivery in deliveries:
-                yield delivery
-                after = delivery.event_id
-            if finished and after >= last_id:
-                return
-            if not deliveries:
-                await asyncio.sleep(interval)
 
 
 def write_records(log: SqliteDeliveryLog, conn: Any, writes: Sequence[StreamWrite], *, verify: bool) -> None:
@@ -647,18 +717,24 @@ def write_records(log: SqliteDeliveryLog, conn: Any, writes: Sequence[StreamWrit
 
 
 def _already_recorded(log: SqliteDeliveryLog, conn: Any, write: StreamWrite) -> bool:
-    root = write.root_run_id
-    head = log._head(conn, root)
-    found = None if head is None else (head.cursor, head.last_event_id)
-    if found == write.delivered:
+    head = log._head(conn, write.root_run_id)
+    return recorded_already(write, None if head is None else (head.cursor, head.last_event_id, head.finished),
+                            lambda: conn.execute(f"SELECT data FROM {EVENTS.name} WHERE run_id = ? AND event_id = ?",
+                                                 (write.root_run_id, write.last_event_id)).fetchone())
+
+
+def recorded_already(write: StreamWrite, found: tuple[int, int, bool] | None, last: Callable[[], Any]) -> bool:
+    """Whether the events of ``write`` (a retry's) are recorded already, given the Run's stored (cursor, last
+    event id, finished), None for no row, and ``last()``, the stored row ``(data,)`` of the write's last
+    event: False when they are due, ProjectorConflictError when another writer's are there. Shared by the
+    delivery logs of both backends."""
+    if (None if found is None else found[:2]) == write.delivered:
         return False
-    if head is not None and found == (write.cursor, write.last_event_id) and head.finished == write.finished \
-            and (not write.events or conn.execute(
-                f"SELECT data FROM {EVENTS.name} WHERE run_id = ? AND event_id = ?",
-                (root, write.last_event_id)).fetchone() == (write.events[-1].data,)):
+    if found == (write.cursor, write.last_event_id, write.finished) and (
+            not write.events or last() == (write.events[-1].data,)):
         return True  # committed before the connection was lost, or by the batch's first attempt
-    raise ProjectorConflictError(run_id=root, cursor=None if write.delivered is None else write.delivered[0],
-                                 found=None if head is None else head.cursor)
+    expected = None if write.delivered is None else write.delivered[0]
+    raise ProjectorConflictError(run_id=write.root_run_id, cursor=expected, found=None if found is None else found[0])
 
 
 # -- the argument and cursor rules of record() and fail(), shared by the delivery logs of both backends --
@@ -768,35 +844,3 @@ def failed(run_id: str, head: _Head | None, data: str, expected_cursor: Any, thr
                         events=(Recorded(delivery.event_id, cursor, delivery.event_type, data),), cursor=cursor,
                         last_event_id=delivery.event_id, finished=True, root_last_sequence=last_sequence)
     return write, delivery
-
-
-def check_known_id(run_id: str, last: int, after: int, asked: str | int | None) -> int:
-    """``last``, the Run's last event id, once ``after`` (parsed from ``asked``) is known to be at most
-    that; else UnknownEventIdError. Shared by the delivery logs of both backends."""
-    if after > last:
-        raise UnknownEventIdError(run_id=run_id, event_id=asked if asked is not None else after,
-                                  last_event_id=last)
-    return last
-
-
-async def sse_frames(deliveries: AsyncIterator[Delivery]) -> AsyncIterator[str]:
-    """The SSE frame of each delivery (``Delivery.sse``). Shared by the delivery logs of both backends."""
-    async for delivery in deliveries:
-        yield delivery.sse()
-
-
-def follower_page(log: Any, run_id: str, after: int, asked: str | int | None, check: bool,
-                  ) -> tuple[tuple[Delivery, ...], bool, int]:
-    """A follower's next page of ``log`` (either backend's delivery log)
-    after event id ``after``: its deliveries, whether the Run has finished,
-    and its last event id. With ``check``, an unknown id is reported as the
-    one the follower ``asked`` for (its Last-Event-ID), naming the Run's last
-    event id."""
-    try:
-        page = log.page(run_id, after=after)
-    except UnknownEventIdError:
-        if not check:
-            raise
-        raise UnknownEventIdError(run_id=run_id, event_id=asked if asked is not None else after,
-                                  last_event_id=log.last_event_id(run_id)) from None
-    return page.deliveries, page.finished, page.last_event_id

@@ -202,15 +202,6 @@ def adopting_root(item: HarnessStreamEvent, own: Any, first: int, head: Callable
     return str(parent_head.root_run_id)
 
 
-def root_head(head: Any, run_id: str) -> Any:
-    """``head`` (the stored head row of ``run_id``, or None), after ValueError if it is a child Run's:
-    a child's items are read through its root's stream. Shared by the journals of both backends."""
-    if head is not None and head.root_run_id != run_id:
-        raise ValueError(f"run {run_id!r} is a child Run in the stream of run {head.root_run_id!r}: its items "
-                         "are read through that stream")
-    return head
-
-
 def check_append(item: Any, root_run_id: Any) -> None:
     """``append()``'s arguments: TypeError for a value that is not a source item, ValueError for a blank
     ``root_run_id``. Shared by the journals of both backends."""
@@ -256,7 +247,64 @@ def appended(item: HarnessStreamEvent, line: str, root_id: str, root: _Head | No
                        heads=heads)
 
 
-class SqliteSourceJournal(Store):
+class _SourceJournal(Store):
+    # What the journals of both backends share: the reads of a root Run's head and its checked prefix,
+    # over what each backend says for itself: ``_head`` (a Run's head row, in an open transaction),
+    # ``_read_root`` (a root Run's head, read alone) and ``_pages`` (the stream's items by position).
+
+    _first: int
+
+    def cursor(self, run_id: str) -> Cursor:
+        """The position of the last item stored in the stream of root Run ``run_id``, None if none is
+        (for a Run without child Runs, the sequence of its last item). Raises ValueError for the id of a
+        child Run (its items are read through its root's stream), ``DamagedStoreError`` if the Run's head
+        is damaged or disagrees with its items."""
+        head = self._read_root(run_id)
+        return None if head is None else head.last_position
+
+    def finished(self, run_id: str) -> bool:
+        """Whether the terminal result of root Run ``run_id`` is stored. Raises as ``cursor`` does."""
+        head = self._read_root(run_id)
+        return head is not None and head.terminal
+
+    def thread_of(self, run_id: str) -> str | None:
+        """The Thread of root Run ``run_id``, None if the journal holds none of its items. Raises as
+        ``cursor`` does (ValueError for a child Run's id)."""
+        head = self._read_root(run_id)
+        return None if head is None else head.thread_id
+
+    def read_prefix(self, run_id: str, *, through: Cursor) -> AsyncIterator[HarnessStreamEvent]:
+        """The exact prefix of root Run ``run_id``'s stream up to and including position ``through``, checked.
+
+        Returns an async iterator of the stored items in stream order (child
+        items included), to be passed to ``HarnessAguiObserver.resume()``;
+        ``through=None`` is the empty prefix. It raises the ``check_prefix``
+        errors (``HistoryError``s, which leave a resuming observer fresh): in
+        particular ``IncompletePrefixError`` when the journal does not hold
+        the stream up to ``through``. A stored line that cannot be decoded
+        raises DecodeError naming the run and sequence, a damaged row
+        ``DamagedStoreError`` naming it (nothing of it is yielded). Bad
+        arguments raise ValueError or TypeError from this call.
+        """
+        items = self._pages(run_id, through)
+        return check_prefix(items, run_id=run_id, through=through, first_sequence=self._first)
+
+    def _root(self, conn: Any, run_id: str) -> _Head | None:
+        # The head of root Run ``run_id`` (None: not stored); ValueError for a child Run's: its items are
+        # read through its root's stream.
+        head = self._head(conn, run_id)
+        if head is not None and head.root_run_id != run_id:
+            raise ValueError(f"run {run_id!r} is a child Run in the stream of run {head.root_run_id!r}: its items "
+                             "are read through that stream")
+        return head
+
+    # What each backend says (see the class comment).
+    _head: Callable[[Any, str], _Head | None]
+    _read_root: Callable[[str], _Head | None]
+    _pages: Callable[[str, int | None], AsyncIterator[HarnessStreamEvent]]
+
+
+class SqliteSourceJournal(_SourceJournal):
     """A durable, append-only journal of Harness source items in one SQLite file.
 
     ``path`` is the database file (created if missing, put in WAL mode; it may
@@ -403,25 +451,6 @@ class SqliteSourceJournal(Store):
 
     # -- reading -----------------------------------------------------------------
 
-    def cursor(self, run_id: str) -> Cursor:
-        """The position of the last item stored in the stream of root Run ``run_id``, None if none is
-        (for a Run without child Runs, the sequence of its last item). Raises ValueError for the id of a
-        child Run (its items are read through its root's stream), ``DamagedStoreError`` if the Run's head
-        is damaged or disagrees with its items."""
-        head = self._read_root(run_id)
-        return None if head is None else head.last_position
-
-    def finished(self, run_id: str) -> bool:
-        """Whether the terminal result of root Run ``run_id`` is stored. Raises as ``cursor`` does."""
-        head = self._read_root(run_id)
-        return head is not None and head.terminal
-
-    def thread_of(self, run_id: str) -> str | None:
-        """The Thread of root Run ``run_id``, None if the journal holds none of its items. Raises as
-        ``cursor`` does (ValueError for a child Run's id)."""
-        head = self._read_root(run_id)
-        return None if head is None else head.thread_id
-
     def stream_cursor(self, run_id: str, *, through: Cursor) -> StreamCursor:
         """Where each Run of root Run ``run_id``'s stream stands after position ``through`` (None: before
         the first item): the cursor a writer continues the stream from, or a reader a tail. Raises
@@ -460,22 +489,6 @@ class SqliteSourceJournal(Store):
             raise HEADS.damaged(self.path, None, f"missing, while {ITEMS.name} holds items of the run",
                                 run_id=orphan[0])
         return tuple(head[0] for head in heads if head[0] == head[1])
-
-    def read_prefix(self, run_id: str, *, through: Cursor) -> AsyncIterator[HarnessStreamEvent]:
-        """The exact prefix of root Run ``run_id``'s stream up to and including position ``through``, checked.
-
-        Returns an async iterator of the stored items in stream order (child
-        items included), to be passed to ``HarnessAguiObserver.resume()``;
-        ``through=None`` is the empty prefix. It raises the ``check_prefix``
-        errors (``HistoryError``s, which leave a resuming observer fresh): in
-        particular ``IncompletePrefixError`` when the journal does not hold
-        the stream up to ``through``. A stored line that cannot be decoded
-        raises DecodeError naming the run and sequence, a damaged row
-        ``DamagedStoreError`` naming it (nothing of it is yielded). Bad
-        arguments raise ValueError or TypeError from this call.
-        """
-        items = self._pages(run_id, through)
-        return check_prefix(items, run_id=run_id, through=through, first_sequence=self._first)
 
     def tail(self, run_id: str, *, after: Cursor, poll_interval: float | None = None,
              ) -> AsyncIterator[HarnessStreamEvent]:
@@ -598,9 +611,6 @@ class SqliteSourceJournal(Store):
     def _read_head(self, run_id: str) -> _Head | None:
         with self._db.read(HEADS, f"the head of run {run_id!r}") as conn:
             return self._head(conn, run_id)
-
-    def _root(self, conn: Any, run_id: str) -> _Head | None:
-        return root_head(self._head(conn, run_id), run_id)
 
     def _read_root(self, run_id: str) -> _Head | None:
         with self._db.read(HEADS, f"the head of run {run_id!r}") as conn:
@@ -734,18 +744,24 @@ def write_items(journal: SqliteSourceJournal, conn: Any, writes: Sequence[Stream
 
 
 def _already_appended(journal: SqliteSourceJournal, conn: Any, write: StreamWrite) -> bool:
-    root = write.root_run_id
-    head = journal._root(conn, root)
-    found = None if head is None else head.last_position
+    head = journal._root(conn, write.root_run_id)
+    return appended_already(write, None if head is None else head.last_position, lambda positions: dict(conn.execute(
+        f"SELECT position, line FROM {ITEMS.name} WHERE run_id = ? AND position IN (?, ?)",
+        (write.root_run_id, *positions)).fetchall()))
+
+
+def appended_already(write: StreamWrite, found: int | None, lines: Callable[[tuple[int, int]], Any]) -> bool:
+    """Whether the items of ``write`` (a retry's) are stored already, given the stream's stored last
+    position ``found`` and ``lines(positions)``, the stored lines at the write's first and last positions:
+    False when they are due, ProjectorConflictError when another writer's are there. Shared by the journals
+    of both backends."""
     if found == write.journal_last:
         return False
     first, last = write.items[0], write.items[-1]
-    rows = conn.execute(f"SELECT position, line FROM {ITEMS.name} WHERE run_id = ? AND position IN (?, ?)",
-                        (root, first.position, last.position)).fetchall()
-    if found is not None and found >= last.position and dict(rows) == {first.position: first.line,
-                                                                      last.position: last.line}:
+    ends = {first.position: first.wire_line(), last.position: last.wire_line()}
+    if found is not None and found >= last.position and lines((first.position, last.position)) == ends:
         return True  # committed before the connection was lost, or by the batch's first attempt
-    raise ProjectorConflictError(run_id=root, cursor=write.journal_last, found=found, reason=(
+    raise ProjectorConflictError(run_id=write.root_run_id, cursor=write.journal_last, found=found, reason=(
         f"another writer appended to the run's stream since this one read it (it expected the stream's last "
         f"position at {write.journal_last}, found {found})"))
 

@@ -47,8 +47,8 @@ import hashlib
 import logging
 import threading
 import urllib.parse
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import psycopg
@@ -89,6 +89,14 @@ def notify_key(key: str) -> str:
     if len(key) <= 200:
         return key
     return "sha256:" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def unused_poll_interval(value: float | None, recheck: float) -> float:
+    """``recheck``, once ``value`` (the ``poll_interval`` of the SQLite stores' followers, which nothing
+    here polls with) is None or a number of seconds > 0; else ValueError."""
+    if value is not None and (isinstance(value, bool) or not value > 0):
+        raise ValueError(f"poll_interval must be a number of seconds > 0, not {value!r}")
+    return recheck
 
 
 class Database:
@@ -144,8 +152,9 @@ class Database:
                                             "not written by this release", path=self.path, table=table)
 
     @contextmanager
-    def read(self) -> Iterator[psycopg.Connection[Any]]:
-        """One read-only transaction (REPEATABLE READ: every statement sees one snapshot)."""
+    def read(self, table: object = None, reading: str | None = None) -> Iterator[psycopg.Connection[Any]]:
+        """One read-only transaction (REPEATABLE READ: every statement sees one snapshot). ``table`` and
+        ``reading`` are what a SQLite read names in its errors, taken for the same call and not used."""
         self._check_open()
         with self._pool.connection() as conn:
             # Set on the connection, these go into the BEGIN statement itself: no extra round trip.
@@ -190,24 +199,6 @@ class Database:
 
     # -- wake-ups ----------------------------------------------------------------------
 
-    @contextmanager
-    def waiting(self, channel: str, key: str | None) -> Iterator[asyncio.Event]:
-        """An asyncio event set by each notification for ``key`` on ``channel`` (any key, for None),
-        registered for the life of the block; call from the event loop. Wait for ``listening()``
-        before the first read that the event should cover."""
-        self._check_open()
-        with self._listener_lock:
-            if self._listener is None:
-                self._listener = _Listener(self.url)
-            listener = self._listener
-        event = asyncio.Event()
-        entry = (asyncio.get_running_loop(), event)
-        listener.add(channel, key, entry)
-        try:
-            yield event
-        finally:
-            listener.remove(channel, key, entry)
-
     async def listening(self) -> None:
         """Wait until the listening connection listens (at once, after the first time), or at most
         5 s: a server that cannot LISTEN (a hot standby, where NOTIFY does not reach) leaves the
@@ -221,6 +212,25 @@ class Database:
                             listener.error, self.recheck)
         if self._closed:
             raise ValueError(f"the store of {self.path} is closed")
+
+    @asynccontextmanager
+    async def changes(self, channel: str, key: str | None) -> AsyncIterator[Callable[[float], Awaitable[None]]]:
+        """A wait of at most the given seconds for a notification for ``key`` on ``channel`` (any key, for
+        None), registered for the life of the block; call from the event loop. The block starts once the
+        listening connection listens (``listening``), so no commit made after it starts is missed."""
+        self._check_open()
+        with self._listener_lock:
+            if self._listener is None:
+                self._listener = _Listener(self.url)
+            listener = self._listener
+        event = asyncio.Event()
+        entry = (asyncio.get_running_loop(), event)
+        listener.add(channel, key, entry)
+        try:
+            await self.listening()
+            yield lambda seconds: self.wait(event, seconds)
+        finally:
+            listener.remove(channel, key, entry)
 
     async def wait(self, event: asyncio.Event, seconds: float | None = None) -> None:
         """Wait for ``event`` (at most ``seconds``, ``recheck`` if None), then clear it.

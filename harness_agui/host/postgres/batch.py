@@ -15,16 +15,14 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
 import psycopg_pool
 
-from ..batch import BatchWriter, GroupCommit
+from ..batch import BatchWriter, DatabaseStores, GroupCommit
 from ..writes import StreamWrite
-from ._pg import DELIVERY_CHANNEL
 from .bindings import PostgresRunBindings
 from .delivery import PostgresDeliveryLog
 from .journal import PostgresSourceJournal
@@ -43,26 +41,14 @@ def connection_lost(error: BaseException) -> bool:
                               ConnectionError))
 
 
-class PostgresStores:
-    """A ``PostgresSourceJournal`` and a ``PostgresDeliveryLog`` of one database, as the supervisor
-    drives them."""
+class PostgresStores(DatabaseStores):
+    """A ``PostgresSourceJournal`` and a ``PostgresDeliveryLog`` of one database (see ``host.batch.DatabaseStores``)."""
 
-    def __init__(self, journal: PostgresSourceJournal, deliveries: PostgresDeliveryLog) -> None:
-        self.journal = journal
-        self.deliveries = deliveries
-        self._bindings: PostgresRunBindings | None = None
+    journal: PostgresSourceJournal
+    deliveries: PostgresDeliveryLog
 
-    @property
-    def bindings(self) -> PostgresRunBindings:
-        """The wire <-> source bindings of the database's Runs (``host.postgres.bindings``)."""
-        if self._bindings is None:
-            self._bindings = PostgresRunBindings(self.journal.url)
-        return self._bindings
-
-    def close(self) -> None:
-        """Close what this object opened (the bindings); the journal and the log are the caller's."""
-        if self._bindings is not None:
-            self._bindings.close()
+    def _open_bindings(self) -> PostgresRunBindings:
+        return PostgresRunBindings(self.journal.url)
 
     def writer(self, policy: GroupCommit | None = None) -> BatchWriter:
         return BatchWriter(_Backend(self.journal.url), policy, name=f"harness-agui writer {self.journal.path}")
@@ -73,21 +59,7 @@ class PostgresStores:
     def thread_locks(self) -> ThreadLocks:
         return ThreadLocks(self.journal.url)
 
-    def lost(self, error: BaseException) -> bool:
-        return connection_lost(error)
-
-    @contextlib.asynccontextmanager
-    async def changes(self, run_id: str) -> AsyncIterator[Callable[[float], Awaitable[Any]]]:
-        """A wait for the NOTIFY of a record of ``run_id`` by any process (or the given seconds); the
-        block starts once the listening connection listens, so no commit made after it is missed."""
-        db = self.deliveries._db
-        with db.waiting(DELIVERY_CHANNEL, run_id) as event:
-            await db.listening()
-
-            async def wait(seconds: float) -> None:
-                await db.wait(event, seconds)
-
-            yield wait
+    lost = staticmethod(connection_lost)
 
 
 class _Backend:
@@ -97,8 +69,7 @@ class _Backend:
     def connect(self) -> psycopg.Connection[Any]:
         return psycopg.connect(self.url, autocommit=True)
 
-    def lost(self, error: BaseException) -> bool:
-        return connection_lost(error)
+    lost = staticmethod(connection_lost)
 
     def close(self, session: psycopg.Connection[Any]) -> None:
         session.close()

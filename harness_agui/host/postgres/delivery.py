@@ -31,34 +31,19 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, contextmanager
 from typing import Any
 
 from ag_ui.core import BaseEvent, RunErrorEvent
 
 from ...core.encode import EncodedEvent
+from ...core.history import HistoryCursor
 from ...core.source import HarnessStreamEvent
-from .._store import Store
 from ..checks import Cursor
-from ..delivery import (
-    Delivery,
-    Page,
-    _check_page,
-    _Head,
-    check_known_id,
-    child_cursor,
-    expect_cursor,
-    failed,
-    failure_json,
-    follower_page,
-    parse_last_event_id,
-    record_rows,
-    recorded,
-    sse_frames,
-)
-from ..errors import DamagedStoreError
-from ._pg import DELIVERY_CHANNEL, LOCK_DELIVERY, Database
+from ..delivery import Delivery, _DeliveryLog, _Head, child_cursor
+from ..writes import StreamWrite
+from ._pg import DELIVERY_CHANNEL, LOCK_DELIVERY, Database, unused_poll_interval
 from .lease import LEASE_SCHEMA, Lease
 from .tables import BINDINGS_SCHEMA, CHILDREN, EVENTS
 from .tables import DELIVERY_RUNS as RUNS
@@ -84,11 +69,10 @@ COLUMNS = {
     CHILDREN: ("run_id", "root_run_id", "thread_id", "last_sequence", "terminal"),
     EVENTS: ("run_id", "event_id", "source_position", "event_type", "data"),
 }
-_PAGE = 512
 _UNCHECKED: Any = object()
 
 
-class PostgresDeliveryLog(Store):
+class PostgresDeliveryLog(_DeliveryLog):
     """Durable AG-UI event ids per Run, and replay after a ``Last-Event-ID``, in PostgreSQL.
 
     The contract of ``SqliteDeliveryLog`` (the same ``Delivery`` values and
@@ -99,6 +83,11 @@ class PostgresDeliveryLog(Store):
     events of their Run. ``fenced(lease)`` gives a view of the log whose
     ``record`` also checks a worker's lease (see ``PostgresLeases``).
     """
+
+    _EVENTS_AFTER = (f"SELECT event_id, source_position, event_type, data FROM {EVENTS} WHERE run_id = %s "
+                     "AND event_id > %s ORDER BY event_id")
+    _LIMIT = " LIMIT %s"
+    _TABLE = None
 
     def __init__(self, url: str, *, read_only: bool = False, pool_size: int = 4, timeout: float = 30.0,
                  recheck: float = 30.0) -> None:
@@ -135,23 +124,7 @@ class PostgresDeliveryLog(Store):
         raises for the fault), ``ReadOnlyStoreError``, psycopg errors;
         nothing is written then.
         """
-        return self._record(item, events, expected_cursor, root_run_id, None)
-
-    def _record(self, item: HarnessStreamEvent, events: Sequence[BaseEvent | EncodedEvent], expected_cursor: Any,
-                root_run_id: str | None, lease: Lease | None) -> tuple[Delivery, ...]:
-        checked = expected_cursor is not _UNCHECKED
-        root, rows = record_rows(item, events, expected_cursor, checked, root_run_id)
-        with self._db.write("record", (LOCK_DELIVERY, root)) as conn:
-            if lease is not None:
-                check_leases(conn, {root: lease})
-            head = self._head(conn, root)
-            expect_cursor(root, head, expected_cursor, checked)
-            child = None if head is None or item.run_id == root else child_cursor(root, item, conn.execute(
-                f"SELECT root_run_id, thread_id, last_sequence, terminal FROM {CHILDREN} WHERE run_id = %s",
-                (item.run_id,)).fetchone())
-            write, out = recorded(root, head, child, item, rows)
-            write_streams(conn, [write], verify=False)
-        return out
+        return self._record(item, events, expected_cursor, expected_cursor is not _UNCHECKED, root_run_id)
 
     def fail(self, run_id: str, event: RunErrorEvent, *, expected_cursor: Cursor,
              thread_id: str | None = None) -> Delivery:
@@ -163,82 +136,28 @@ class PostgresDeliveryLog(Store):
         the stored cursor is not ``expected_cursor``, ``AfterTerminalError`` when the Run has already
         finished, ValueError when nothing is recorded and ``thread_id`` is missing, and as ``record``.
         """
-        return self._fail(run_id, event, expected_cursor, thread_id, None)
+        return self._fail(run_id, event, expected_cursor, thread_id)
 
-    def _fail(self, run_id: str, event: RunErrorEvent, expected_cursor: Cursor, thread_id: str | None,
-              lease: Lease | None) -> Delivery:
-        data = failure_json(event)
-        with self._db.write("fail", (LOCK_DELIVERY, run_id)) as conn:
+    # -- what the PostgreSQL log says for itself (see delivery._DeliveryLog) ---------------
+
+    @contextmanager
+    def _writing(self, operation: str, run_id: str, lease: Lease | None) -> Iterator[Any]:
+        with self._db.write(operation, (LOCK_DELIVERY, run_id)) as conn:
             if lease is not None:
                 check_leases(conn, {run_id: lease})
-            write, delivery = failed(run_id, self._head(conn, run_id), data, expected_cursor, thread_id)
-            write_streams(conn, [write], verify=False)
-        return delivery
+            yield conn
 
-    # -- reading -----------------------------------------------------------------
+    def _write(self, conn: Any, write: StreamWrite) -> None:
+        write_streams(conn, [write], verify=False)
 
-    def cursor(self, run_id: str) -> Cursor:
-        """The position in root Run ``run_id``'s stream of the last source item whose events are recorded
-        (its sequence, for a Run without child Runs); None if none is."""
-        head = self._read_head(run_id)
-        return None if head is None or head.cursor < 0 else head.cursor
+    def _interval(self, poll_interval: float | None) -> float:
+        return unused_poll_interval(poll_interval, self._db.recheck)
 
-    def last_event_id(self, run_id: str) -> int:
-        """The last event number assigned in the Run (the number of events recorded); 0 if none."""
-        head = self._read_head(run_id)
-        return 0 if head is None else head.last_event_id
+    def _changes(self, run_id: str) -> AbstractAsyncContextManager[Callable[[float], Awaitable[Any]]]:
+        return self._db.changes(DELIVERY_CHANNEL, run_id)
 
-    def finished(self, run_id: str) -> bool:
-        """Whether the events of the Run's terminal item are recorded."""
-        head = self._read_head(run_id)
-        return head is not None and head.finished
-
-    def replay(self, run_id: str, *, after: str | int | None = None) -> tuple[Delivery, ...]:
-        """Every recorded event of the Run after the id ``after``, in id order; raises as
-        ``SqliteDeliveryLog.replay`` does (``ForeignEventIdError``, ``UnknownEventIdError``)."""
-        start = parse_last_event_id(after, run_id=run_id)
-        with self._db.read() as conn:
-            head = self._head(conn, run_id)
-            last = check_known_id(run_id, 0 if head is None else head.last_event_id, start, after)
-            rows = conn.execute(f"SELECT event_id, source_position, event_type, data FROM {EVENTS} WHERE run_id = %s "
-                                "AND event_id > %s ORDER BY event_id", (run_id, start)).fetchall()
-        return tuple(self._deliveries(run_id, start, rows, last, to_the_end=True))
-
-    def page(self, run_id: str, *, after: int, limit: int = _PAGE) -> Page:
-        """At most ``limit`` recorded events of the Run after event number ``after``, with the Run's last
-        event id and whether it has finished, read in one snapshot; as ``SqliteDeliveryLog.page``."""
-        _check_page(after, limit)
-        with self._db.read() as conn:
-            head = self._head(conn, run_id)
-            last = check_known_id(run_id, 0 if head is None else head.last_event_id, after, after)
-            rows = conn.execute(f"SELECT event_id, source_position, event_type, data FROM {EVENTS} WHERE run_id = %s "
-                                "AND event_id > %s ORDER BY event_id LIMIT %s", (run_id, after, limit)).fetchall()
-        deliveries = self._deliveries(run_id, after, rows, last, to_the_end=len(rows) < limit)
-        return Page(tuple(deliveries), last, head is not None and head.finished)
-
-    def follow(self, run_id: str, *, after: str | int | None = None, poll_interval: float | None = None,
-               ) -> AsyncIterator[Delivery]:
-        """Every event of the Run after the id ``after``, following new records, to the Run's terminal event.
-
-        Raises as ``SqliteDeliveryLog.follow`` does: a foreign ``after``
-        from this call, an unknown number from the first iteration. Woken
-        by NOTIFY from any process (the store's ``recheck`` is a safety
-        re-read); ``poll_interval`` is accepted for the SQLite signature
-        and not used: nothing polls.
-        """
-        start = parse_last_event_id(after, run_id=run_id)
-        if poll_interval is not None and (isinstance(poll_interval, bool) or not poll_interval > 0):
-            raise ValueError(f"poll_interval must be a number of seconds > 0, not {poll_interval!r}")
-        return self._follow(run_id, start, after, self._db.recheck)
-
-    def sse(self, run_id: str, *, last_event_id: str | int | None = None, poll_interval: float | None = None,
-            ) -> AsyncIterator[str]:
-        """Server-Sent Events frames for a client that last saw ``last_event_id``: ``follow``, each
-        delivery as its SSE frame. Raises as ``follow`` does."""
-        deliveries = self.follow(run_id, after=last_event_id, poll_interval=poll_interval)
-        return sse_frames(deliveries)
-
-    # -- internals -----------------------------------------------------------------
+    def _events(self, run_id: str, rows: list[Any]) -> list[Any]:
+        return rows  # (event id, position, type, data): PostgreSQL types its columns
 
     def _head(self, conn: Any, run_id: str) -> _Head | None:
         row = conn.execute(f"SELECT thread_id, source_cursor, last_event_id, finished, last_sequence FROM {RUNS} "
@@ -249,40 +168,10 @@ class PostgresDeliveryLog(Store):
         with self._db.connection() as conn:  # one statement: no transaction needed
             return self._head(conn, run_id)
 
-    def _deliveries(self, run_id: str, after: int, rows: list[Any], last: int, *, to_the_end: bool,
-                    ) -> list[Delivery]:
-        out = []
-        due = after + 1
-        for event_id, position, kind, data in rows:
-            if event_id != due:
-                raise DamagedStoreError(f"missing (the next event stored is {event_id})", path=self._db.path,
-                                        table=EVENTS, row=f"run_id={run_id!r:.80}, event_id={due}")
-            out.append(Delivery(run_id, event_id, position, kind, data))
-            due += 1
-        if to_the_end and due <= last:
-            raise DamagedStoreError(f"missing: the run's last event id is {last}", path=self._db.path, table=EVENTS,
-                                    row=f"run_id={run_id!r:.80}, event_id={due}")
-        return out
-
-    def _page(self, run_id: str, after: int, asked: str | int | None, check: bool,
-              ) -> tuple[tuple[Delivery, ...], bool, int]:
-        return follower_page(self, run_id, after, asked, check)
-
-    async def _follow(self, run_id: str, after: int, asked: str | int | None, recheck: float,
-                      ) -> AsyncIterator[Delivery]:
-        check = True
-        with self._db.waiting(DELIVERY_CHANNEL, run_id) as woken:
-            await self._db.listening()
-            while True:
-                deliveries, finished, last_id = await asyncio.to_thread(self._page, run_id, after, asked, check)
-                check = False
-                for delivery in deliveries:
-                    yield delivery
-                    after = delivery.event_id
-                if finished and after >= last_id:
-                    return
-                if not deliveries:
-                    await self._db.wait(woken, recheck)
+    def _child(self, conn: Any, run_id: str, item: HarnessStreamEvent) -> HistoryCursor | None:
+        return child_cursor(run_id, item, conn.execute(
+            f"SELECT root_run_id, thread_id, last_sequence, terminal FROM {CHILDREN} WHERE run_id = %s",
+            (item.run_id,)).fetchone())
 
 
 class FencedDeliveryLog:
@@ -301,7 +190,8 @@ class FencedDeliveryLog:
     def record(self, item: HarnessStreamEvent, events: Sequence[BaseEvent | EncodedEvent], *,
                expected_cursor: Any = _UNCHECKED, root_run_id: str | None = None) -> tuple[Delivery, ...]:
         """``PostgresDeliveryLog.record``, fenced by the lease (see the class)."""
-        return self.log._record(item, events, expected_cursor, root_run_id, self.lease)
+        return self.log._record(item, events, expected_cursor, expected_cursor is not _UNCHECKED, root_run_id,
+                                self.lease)
 
     def fail(self, run_id: str, event: RunErrorEvent, *, expected_cursor: Cursor,
              thread_id: str | None = None) -> Delivery:

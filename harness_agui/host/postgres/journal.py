@@ -44,11 +44,10 @@ from ...core.errors import AfterTerminalError, ForeignRunError
 from ...core.history import HistoryCursor, StreamCursor
 from ...core.source import HarnessStreamEvent
 from ...wire.codec import DecodeError, Migration, decode, encode
-from .._store import Store
-from ..checks import Cursor, check_prefix, check_tail
+from ..checks import Cursor, check_tail
 from ..errors import DamagedStoreError
-from ..journal import _Head, adopting_root, appended, check_append, root_head
-from ._pg import JOURNAL_CHANNEL, LOCK_JOURNAL, Database
+from ..journal import _PAGE, _Head, _item, _SourceJournal, adopting_root, appended, check_append
+from ._pg import JOURNAL_CHANNEL, LOCK_JOURNAL, Database, unused_poll_interval
 from .tables import ITEMS
 from .tables import JOURNAL_RUNS as RUNS
 from .writes import write_streams
@@ -71,10 +70,9 @@ COLUMNS = {
     ITEMS: ("root_run_id", "position", "run_id", "sequence", "thread_id", "terminal", "line"),
     RUNS: ("run_id", "ord", "root_run_id", "thread_id", "last_sequence", "terminal", "last_position"),
 }
-_PAGE = 256
 
 
-class PostgresSourceJournal(Store):
+class PostgresSourceJournal(_SourceJournal):
     """A durable, append-only journal of Harness source items in a PostgreSQL database.
 
     The contract of ``SqliteSourceJournal``, for several processes on
@@ -193,24 +191,6 @@ class PostgresSourceJournal(Store):
 
     # -- reading -----------------------------------------------------------------
 
-    def cursor(self, run_id: str) -> Cursor:
-        """The position of the last item stored in the stream of root Run ``run_id``, None if none is
-        (for a Run without child Runs, the sequence of its last item). Raises ValueError for the id of a
-        child Run (its items are read through its root's stream)."""
-        head = self._read_root(run_id)
-        return None if head is None else head.last_position
-
-    def finished(self, run_id: str) -> bool:
-        """Whether the terminal result of root Run ``run_id`` is stored. Raises as ``cursor`` does."""
-        head = self._read_root(run_id)
-        return head is not None and head.terminal
-
-    def thread_of(self, run_id: str) -> str | None:
-        """The Thread of root Run ``run_id``, None if the journal holds none of its items; ValueError for
-        a child Run's id."""
-        head = self._read_root(run_id)
-        return None if head is None else head.thread_id
-
     def stream_cursor(self, run_id: str, *, through: Cursor) -> StreamCursor:
         """Where each Run of root Run ``run_id``'s stream stands after position ``through`` (None: before
         the first item); as ``SqliteSourceJournal.stream_cursor``."""
@@ -243,17 +223,6 @@ class PostgresSourceJournal(Store):
         with self._db.read() as conn:
             return tuple(r[0] for r in conn.execute(sql + " ORDER BY ord", args))
 
-    def read_prefix(self, run_id: str, *, through: Cursor) -> AsyncIterator[HarnessStreamEvent]:
-        """The root Run's stream up to and including position ``through``, checked by ``check_prefix``.
-
-        Returns an async iterator for ``HarnessAguiObserver.resume()``;
-        raises as ``SqliteSourceJournal.read_prefix`` does (the
-        ``check_prefix`` errors, ``IncompletePrefixError`` when the journal
-        does not hold the stream up to ``through``; DecodeError naming the
-        run and sequence of a line that does not decode)."""
-        items = self._pages(run_id, through)
-        return check_prefix(items, run_id=run_id, through=through, first_sequence=self._first)
-
     def tail(self, run_id: str, *, after: Cursor, poll_interval: float | None = None,
              ) -> AsyncIterator[HarnessStreamEvent]:
         """Every item of the root Run's stream after position ``after``, following new appends.
@@ -266,9 +235,7 @@ class PostgresSourceJournal(Store):
         ``check_tail`` errors, and ``AfterTerminalError`` when ``after``
         lies beyond the stored terminal result. Cancelling the consuming
         task stops it cleanly."""
-        if poll_interval is not None and (isinstance(poll_interval, bool) or not poll_interval > 0):
-            raise ValueError(f"poll_interval must be a number of seconds > 0, not {poll_interval!r}")
-        return self._tail(run_id, after, self._db.recheck)
+        return self._tail(run_id, after, unused_poll_interval(poll_interval, self._db.recheck))
 
     # -- internals -----------------------------------------------------------------
 
@@ -282,9 +249,6 @@ class PostgresSourceJournal(Store):
         row = conn.execute(f"SELECT root_run_id, thread_id, last_sequence, terminal, last_position FROM {RUNS} "
                            "WHERE run_id = %s", (run_id,)).fetchone()
         return None if row is None else _Head(*row)
-
-    def _root(self, conn: Any, run_id: str) -> _Head | None:
-        return root_head(self._head(conn, run_id), run_id)
 
     def _read_root(self, run_id: str) -> _Head | None:
         with self._db.connection() as conn:  # one statement: no transaction needed
@@ -362,8 +326,7 @@ class PostgresSourceJournal(Store):
 
     async def _follow(self, run_id: str, after: Cursor, recheck: float) -> AsyncIterator[HarnessStreamEvent]:
         last = self._first - 1 if after is None else after
-        with self._db.waiting(JOURNAL_CHANNEL, run_id) as woken:
-            await self._db.listening()
+        async with self._db.changes(JOURNAL_CHANNEL, run_id) as wait:
             while True:
                 rows = await asyncio.to_thread(self._fetch_items, run_id, last, None)
                 for position, item_run, item, terminal in rows:
@@ -372,7 +335,7 @@ class PostgresSourceJournal(Store):
                     if terminal and item_run == run_id:
                         return
                 if not rows:
-                    await self._db.wait(woken, recheck)
+                    await wait(recheck)
 
 
 def _stream_at(conn: Any, run_id: str, through: int) -> StreamCursor | None:
@@ -386,10 +349,3 @@ def _stream_at(conn: Any, run_id: str, through: int) -> StreamCursor | None:
     if root is None or len(rows) != len(runs) + 1:
         return None
     return StreamCursor(root, pmap(runs), through + 1, True)
-
-
-def _item(decoded: Any) -> HarnessStreamEvent:
-    # A row's item as ``_fetch_items`` decoded it, or the error it met.
-    if isinstance(decoded, BaseException):
-        raise decoded
-    return decoded  # type: ignore[no-any-return]

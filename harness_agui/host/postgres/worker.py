@@ -130,14 +130,13 @@ class Worker:
         """Project free Runs until cancelled; cancelling stops every projection (their leases are released)."""
         db = self.journal._db
         try:
-            with db.waiting(STREAMS_CHANNEL, None) as woken:
-                await db.listening()
+            async with db.changes(STREAMS_CHANNEL, None) as wait:
                 while True:
                     try:
                         await self._scan()
                     except _UNREACHABLE:
                         log.warning("cannot look for runs to project now", exc_info=True)
-                    await db.wait(woken, self.scan_interval)
+                    await wait(self.scan_interval)
         finally:
             tasks = list(self._tasks.values())
             for task in tasks:

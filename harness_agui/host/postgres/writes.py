@@ -27,7 +27,9 @@ from typing import Any
 
 import psycopg
 
+from ..delivery import recorded_already
 from ..errors import ProjectorConflictError
+from ..journal import appended_already
 from ..writes import StreamWrite
 from ._pg import DELIVERY_CHANNEL, JOURNAL_CHANNEL, STREAMS_CHANNEL, notify_key
 from .lease import LEASES, Lease, LeaseLostError
@@ -168,38 +170,20 @@ def check_leases(conn: psycopg.Connection[Any], leased: Mapping[str, Lease]) -> 
 
 def _already_there(conn: psycopg.Connection[Any], write: StreamWrite) -> bool:
     # Read what the database holds for the Run: True when the write is already committed, False when it
-    # is due; ProjectorConflictError when another writer's rows are there instead.
+    # is due; ProjectorConflictError when another writer's rows are there instead (the rules of both
+    # backends: ``journal.appended_already``, ``delivery.recorded_already``).
     root = write.root_run_id
-    journal_done = True
+    journal_done = records_done = True
     if write.items:
         row = conn.execute(f"SELECT last_position FROM {JOURNAL_RUNS} WHERE run_id = %s", (root,)).fetchone()
-        found = None if row is None else row[0]
-        if found == write.journal_last:
-            journal_done = False
-        else:
-            first, last = write.items[0], write.items[-1]
-            lines = dict(conn.execute(f"SELECT position, line FROM {ITEMS} WHERE root_run_id = %s AND position = "
-                                      "ANY(%s)", (root, [first.position, last.position])).fetchall())
-            if found is None or found < last.position or lines != {first.position: first.wire_line(),
-                                                                    last.position: last.wire_line()}:
-                raise ProjectorConflictError(run_id=root, cursor=write.journal_last, found=found, reason=(
-                    f"another writer appended to the run's stream since this one read it (it expected the stream's "
-                    f"last position at {write.journal_last}, found {found})"))
-    records_done = True
+        journal_done = appended_already(write, None if row is None else row[0], lambda positions: dict(conn.execute(
+            f"SELECT position, line FROM {ITEMS} WHERE root_run_id = %s AND position = ANY(%s)",
+            (root, list(positions))).fetchall()))
     if write.records:
-        row = conn.execute(f"SELECT source_cursor, last_event_id, finished FROM {DELIVERY_RUNS} WHERE run_id = %s",
-                           (root,)).fetchone()
-        found_head = None if row is None else (row[0], row[1])
-        if found_head == write.delivered:
-            records_done = False
-        else:
-            stored = None if not write.events else conn.execute(
-                f"SELECT data FROM {EVENTS} WHERE run_id = %s AND event_id = %s",
-                (root, write.last_event_id)).fetchone()
-            if row is None or found_head != (write.cursor, write.last_event_id) or row[2] != write.finished \
-                    or (write.events and stored != (write.events[-1].data,)):
-                expected = None if write.delivered is None else write.delivered[0]
-                raise ProjectorConflictError(run_id=root, cursor=expected, found=None if row is None else row[0])
+        found = conn.execute(f"SELECT source_cursor, last_event_id, finished FROM {DELIVERY_RUNS} WHERE run_id = %s",
+                             (root,)).fetchone()
+        records_done = recorded_already(write, found, lambda: conn.execute(
+            f"SELECT data FROM {EVENTS} WHERE run_id = %s AND event_id = %s", (root, write.last_event_id)).fetchone())
     if journal_done != records_done and write.items and write.records:
         # Both parts commit together: one there and the other not is another writer's doing.
         raise ProjectorConflictError(run_id=root, cursor=None, found=None, reason=(
