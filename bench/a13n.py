@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib.util
-import json
 import platform
 import statistics
 import subprocess
@@ -57,10 +56,10 @@ from harness_agui.core.source import (
 )
 from harness_agui.wire.codec import encode
 
+from . import save
 from .history import DEFAULT_SEED, history
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "results"
 
 
 def native_run(size: int, seed: int = DEFAULT_SEED) -> list[Any]:
@@ -211,9 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     text = report(result)
     print(text)
     if not args.no_save:
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / "a13n.md").write_text(text, encoding="utf-8")
-        (RESULTS / "a13n.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        save("a13n", text, result)
     return 0
 
 

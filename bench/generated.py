@@ -47,7 +47,6 @@ import sys
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -64,10 +63,8 @@ from harness_agui.core.records import _BY_TAG, Kind, Record
 from harness_agui.core.source import BinaryContent, HarnessEvent, HarnessRunResultEvent, HarnessStreamEvent
 from harness_agui.wire import codec
 
+from . import save
 from .history import DEFAULT_SEED, history
-
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "results"
 
 _esc = json.encoder.encode_basestring  # type: ignore[attr-defined]
 
@@ -534,9 +531,7 @@ def main(argv: list[str] | None = None) -> int:
     text = report(result)
     print(text)
     if not args.no_save:
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / "generated.md").write_text(text, encoding="utf-8")
-        (RESULTS / "generated.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        save("generated", text, result)
     return 0
 
 
