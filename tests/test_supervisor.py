@@ -394,8 +394,8 @@ def test_only_the_supervisors_modules_start_or_drive_a_run() -> None:
     # driving of what it started (``start_run``) are called in host.starts only, a driver made in
     # host.supervisor, the PostgreSQL Worker (its Runs without a ``drive``) and ``project_run`` (the
     # driver's record-by-record mode, for a journal and a delivery log that need not share a database)
-    # only, and a Run's items projected and its RUN_ERROR made in host.driver and its pure half, host.plan,
-    # only.
+    # only, and a Run's items projected and its RUN_ERROR made in host.driver and in the half of it that
+    # awaits nothing, host.plan, only.
     import ast
 
     import harness_agui

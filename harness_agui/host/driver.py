@@ -19,7 +19,7 @@
 #              reads where the stream stands from the projection's state,
 #              and hands the journal rows and the event rows of the whole
 #              lot to the database's writer as one ``StreamWrite``
-#              (made by ``host.plan``, the pure half of driving;
+#              (made by ``host.plan``, the half of driving that awaits nothing;
 #              ``host.batch``: group commit). Once that is
 #              committed, the events go to the Run's followers in memory
 #              (``host.feed``). An item the process holds is never read back

@@ -1,8 +1,8 @@
-# The pure half of driving a Run (``host.driver``): what committing a lot of its items writes. ``prepare``
-# projects the items with the Run's observer and builds the one ``StreamWrite`` (journal rows, heads and
-# the events with their ids) that commits them, stopping at an item the driver must first compare with
-# the journal or at a failure, which the same write ends the Run with. It reads the database never and
-# awaits nothing: the driver does both.
+# The half of driving a Run (``host.driver``) that awaits nothing: what committing a lot of its items
+# writes. ``prepare`` projects the items with the Run's observer and builds the one ``StreamWrite``
+# (journal rows, heads and the events with their ids) that commits them, stopping at an item the driver
+# must first compare with the journal or at a failure, which the same write ends the Run with. It reads
+# the database never and awaits nothing: the driver does both.
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ..core.state import ProjectionState
     from .postgres.lease import Lease
 
-__all__ = ["Plan", "prepare", "run_error", "stream_at"]
+__all__ = ["Driven", "Plan", "prepare", "run_error", "stream_at"]
 
 log = logging.getLogger("harness_agui.host.supervisor")
 
